@@ -1,0 +1,21 @@
+import subprocess
+import sys
+
+from conftest import HAS_GPU
+
+
+def test_doctor_gives_a_verdict():
+    proc = subprocess.run([sys.executable, "-m", "tilelang_tutorial", "doctor"], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    verdict = proc.stdout.strip().splitlines()[-1]
+    assert verdict.startswith("VERDICT: ready")
+    assert ("GPU mode" in verdict) == HAS_GPU and ("compile-only" in verdict) == (not HAS_GPU)
+
+
+def test_doctor_rejects_an_unknown_arch():
+    import os
+
+    env = dict(os.environ, TILELANG_TUTORIAL_ARCH="sm_75")
+    proc = subprocess.run([sys.executable, "-m", "tilelang_tutorial", "doctor"], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert proc.returncode == 1 and "sm_75" in proc.stdout and "VERDICT: not ready" in proc.stdout

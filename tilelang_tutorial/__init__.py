@@ -1,0 +1,43 @@
+"""tilelang_tutorial: the small package behind "TileLang by Example".
+
+Importing it checks that the pinned TileLang version is installed; everything else is imported
+on demand (``from tilelang_tutorial import runtime``, ``kernels.gemm_relu`` ...).
+"""
+from __future__ import annotations
+
+REQUIRED_TILELANG = "0.1.15"
+
+
+class TileLangVersionError(ImportError):
+    """The installed TileLang is not the version this tutorial is pinned to."""
+
+
+def _check_tilelang_version() -> None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        installed = version("tilelang")
+    except PackageNotFoundError:
+        raise TileLangVersionError(
+            f"tilelang is not installed; this tutorial needs tilelang=={REQUIRED_TILELANG} "
+            f"(pip install tilelang=={REQUIRED_TILELANG})"
+        ) from None
+    if installed != REQUIRED_TILELANG:
+        raise TileLangVersionError(
+            f"this tutorial is pinned to tilelang=={REQUIRED_TILELANG}, but tilelang=={installed} "
+            f"is installed; install the pinned one with: pip install tilelang=={REQUIRED_TILELANG}"
+        )
+
+
+_check_tilelang_version()
+
+from .runtime import (  # noqa: E402
+    ACCEPTED_ARCHS, arch_override, compile_kernel, current_arch, describe_mode, gpu_available,
+    mode, require_gpu, set_arch, target,
+)
+
+__all__ = [
+    "REQUIRED_TILELANG", "TileLangVersionError", "ACCEPTED_ARCHS", "arch_override",
+    "compile_kernel", "current_arch", "describe_mode", "gpu_available", "mode", "require_gpu",
+    "set_arch", "target",
+]
