@@ -1,0 +1,228 @@
+"""CPU tests of layout extraction, bank-conflict arithmetic and layout plots (no nvcc, no GPU)."""
+from __future__ import annotations
+
+import functools
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pytest
+
+from tilelang_tutorial.kernels.scale_copy import scale_copy_program
+
+from tilelang_tutorial import layout_demos as D
+from tilelang_tutorial import layouts as L
+
+
+@functools.lru_cache(maxsize=None)
+def _infer(which: str, arch: str, policy: str = "Square", threads: int = 128):
+    pol = L._policy(policy)
+    if which == "parallel":
+        prog = scale_copy_program(64, block_M=64, block_N=64, threads=threads)
+    elif which == "gemm":
+        prog = D.gemm_program(128, 128, 64, threads=threads, policy=pol)
+    elif which == "gemm_rs":
+        prog = D.gemm_rs_program(64, 64, 32, threads=threads, policy=pol)
+    elif which == "two_wg":
+        prog = D.two_warpgroup_program(threads=threads, policy=pol)
+    else:
+        raise KeyError(which)
+    return L.infer_layouts(prog, arch=arch)
+
+
+CASES = [
+    ("parallel", "sm_80", "Square", 128, "y_frag"),
+    ("parallel", "sm_90a", "Square", 256, "y_frag"),
+    ("gemm", "sm_80", "Square", 128, "C_local"),
+    ("gemm", "sm_90a", "Square", 128, "C_local"),
+    ("gemm_rs", "sm_80", "Square", 128, "A_local"),
+    ("gemm_rs", "sm_80", "Square", 128, "C_local"),
+    ("two_wg", "sm_90a", "FullCol", 256, "acc_s"),
+    ("two_wg", "sm_90a", "FullCol", 256, "acc_o"),
+    ("two_wg", "sm_80", "Square", 256, "acc_o"),
+]
+
+
+@pytest.mark.parametrize("which,arch,policy,threads,buf", CASES)
+def test_every_element_owned_once_per_replica(which, arch, policy, threads, buf):
+    info = _infer(which, arch, policy, threads)[buf]
+    assert info.kind == "fragment"
+    assert info.owner.shape == (info.replicate, *info.shape)
+    # every element has an owner inside the fragment's thread range
+    lo, hi = info.thread_offset, info.thread_offset + info.threads
+    assert info.owner.min() >= lo and info.owner.max() < hi
+    # (thread, register) pairs are distinct: no two elements share a register slot
+    pairs = info.owner.astype(np.int64) * 100000 + info.register
+    assert len(np.unique(pairs)) == pairs.size
+    # every thread of the fragment holds the same number of elements
+    counts = set(info.elements_per_thread().values())
+    assert counts == {info.registers_per_thread}
+    assert len(info.elements_per_thread()) == info.threads
+
+
+@pytest.mark.parametrize("which,arch,policy,threads,buf", CASES)
+def test_thread_counts_match_the_launch(which, arch, policy, threads, buf):
+    info = _infer(which, arch, policy, threads)[buf]
+    # the fragment spans the threads the user launched ...
+    assert info.threads == threads
+    # ... which are all the block's threads, or the consumers after warp specialization added a
+    # producer warpgroup in front of them
+    assert info.launch_threads in (threads, threads + 128)
+    assert info.thread_offset == info.launch_threads - threads
+
+
+def test_warp_specialization_offsets_the_accumulator_on_hopper():
+    acc = _infer("gemm", "sm_90a")["C_local"]
+    assert acc.launch_threads == 256 and acc.thread_offset == 128
+    assert _infer("gemm", "sm_80")["C_local"].thread_offset == 0
+
+
+def test_mma_operand_fragment_is_replicated_across_the_n_warps():
+    a = _infer("gemm_rs", "sm_80")["A_local"]
+    # Square on 64x64 with 4 warps: 2 warps along N need the same A rows
+    assert a.replicate == 2
+    assert len(a.owners(0, 0)) == 2
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_fullcol_splits_columns_between_warpgroups(arch):
+    infos = _infer("two_wg", arch, "FullCol", 256)
+    for name in ("acc_s", "acc_o"):
+        info = infos[name]
+        assert info.split_axis() == "columns", name
+        wg = info.warpgroup_of()
+        half = info.shape[1] // 2
+        assert (wg[:, :half] == 0).all() and (wg[:, half:] == 1).all()
+
+
+def test_fullrow_splits_rows_when_the_tile_allows_it():
+    # 128 rows: each wgmma warpgroup takes 64 rows
+    rows = L.infer_layouts(D.gemm_program(128, 128, 64, threads=256, policy=L._policy("FullRow")), arch="sm_90a")
+    cols = L.infer_layouts(D.gemm_program(128, 128, 64, threads=256, policy=L._policy("FullCol")), arch="sm_90a")
+    assert rows["C_local"].split_axis() == "rows"
+    assert cols["C_local"].split_axis() == "columns"
+    wg = rows["C_local"].warpgroup_of()
+    assert (wg[:64] == 0).all() and (wg[64:] == 1).all()
+
+
+def test_64_row_tile_cannot_split_rows_between_wgmma_warpgroups():
+    # MLA's 64 heads: a wgmma warpgroup needs 64 rows, so every policy splits the columns
+    for policy in ("FullCol", "FullRow", "Square"):
+        assert _infer("two_wg", "sm_90a", policy, 256)["acc_o"].split_axis() == "columns", policy
+
+
+def test_hand_made_fragment_matches_tvm_mapping():
+    import tilelang.language as T
+    from tilelang.cuda.intrinsics.layout.mma_layout import shared_16x16_to_mma_a_32x8_layout
+
+    frag = T.Fragment([16, 16], forward_fn=shared_16x16_to_mma_a_32x8_layout)
+    info = L.fragment_info(frag, name="mma_A", dtype="float16")
+    for i, j in [(0, 0), (3, 9), (15, 15), (8, 1)]:
+        t, r = shared_16x16_to_mma_a_32x8_layout(i, j)
+        assert info.owner[0, i, j] == t and info.register[0, i, j] == r
+    assert info.threads == 32 and info.registers_per_thread == 8
+
+
+# -- bank conflicts ----------------------------------------------------------------------------
+
+
+def test_phase_conflict_definition():
+    assert L.phase_conflict(range(0, 128, 4)) == 1  # 32 consecutive words
+    assert L.phase_conflict([0] * 32) == 1  # broadcast of one word
+    assert L.phase_conflict([k * 128 for k in range(8)]) == 8  # same bank, 8 words
+    assert L.phase_conflict([0, 2]) == 1  # two halves of one word
+
+
+def test_ldmatrix_on_row_major_64_wide_fp16_is_8_way_and_swizzle_fixes_it():
+    plain = L.row_major_info((64, 64), dtype="float16")
+    swz = L.swizzled_info((64, 64), dtype="float16")
+    pat = L.ldmatrix_reads((64, 64), elem_bytes=2)
+    assert (L.bank_conflicts(plain, pat) == 8).all()
+    assert (L.bank_conflicts(swz, pat) == 1).all()
+
+
+def test_row_reads_are_conflict_free_both_ways():
+    pat = L.row_reads((64, 64), elem_bytes=2)
+    assert (L.bank_conflicts(L.row_major_info((64, 64)), pat) == 1).all()
+    assert (L.bank_conflicts(L.swizzled_info((64, 64)), pat) == 1).all()
+
+
+def test_padding_and_column_reads():
+    pat = L.ldmatrix_reads((64, 64))
+    assert L.bank_conflicts(L.row_major_info((64, 64), pad=8), pat).max() == 1
+    col = L.column_reads((32, 32), elem_bytes=4)
+    assert L.bank_conflicts(L.row_major_info((32, 32), dtype="float32"), col).max() == 32
+    assert L.bank_conflicts(L.row_major_info((32, 32), dtype="float32", pad=1), col).max() == 1
+
+
+def test_swizzle_is_a_permutation():
+    swz = L.swizzled_info((64, 64))
+    assert sorted(swz.offset_2d().ravel().tolist()) == list(range(64 * 64))
+
+
+def test_inferred_gemm_shared_tiles_are_conflict_free_for_ldmatrix():
+    infos = _infer("gemm", "sm_80")
+    a = infos["A_shared"]
+    rows, cols = a.offset_2d().shape
+    assert L.bank_conflicts(a, L.ldmatrix_reads((rows, cols))).max() == 1
+
+
+# -- text and plots ----------------------------------------------------------------------------
+
+
+def test_layouts_text_mentions_every_buffer():
+    text = L.layouts_text(D.two_warpgroup_program(), arch="sm_90a")
+    for name in ("acc_s", "acc_o", "KV_shared", "Q_shared"):
+        assert name in text
+    assert "thread =" in text
+
+
+def test_plots_are_produced():
+    import matplotlib.pyplot as plt
+
+    infos = _infer("two_wg", "sm_90a", "FullCol", 256)
+    fig = L.plot_fragment(infos["acc_s"], color_by="warpgroup")
+    assert fig.axes and fig.axes[0].images
+    plt.close(fig)
+    small = L.fragment_info(_infer("gemm_rs", "sm_80")["A_local"].layout)
+    fig = L.plot_fragment(L.fragment_info(small.layout), annotate=False)
+    assert fig.axes[0].images
+    plt.close(fig)
+    plain, swz = L.row_major_info((64, 64)), L.swizzled_info((64, 64))
+    fig = L.plot_shared_layout([plain, swz])
+    assert len([a for a in fig.axes if a.images]) == 2
+    plt.close(fig)
+    fig = L.plot_bank_conflicts([plain, swz], [L.row_reads((64, 64)), L.ldmatrix_reads((64, 64))])
+    assert len([a for a in fig.axes if a.images]) == 4
+    assert any(t.get_text() == "8" for a in fig.axes for t in a.texts)
+    plt.close(fig)
+
+
+def test_tilelang_plot_layout_writes_a_png(tmp_path):
+    import tilelang.language as T
+    from tilelang.cuda.intrinsics.layout.mma_layout import shared_16x16_to_mma_a_32x8_layout
+
+    frag = T.Fragment([16, 16], forward_fn=shared_16x16_to_mma_a_32x8_layout)
+    path = L.plot_with_tilelang(frag, "mma_a", str(tmp_path))
+    assert path.endswith(".png") and (tmp_path / "mma_a.png").stat().st_size > 1000
+
+
+def test_real_kernel_hooks():
+    real = L.real_kernel_programs()
+    for name in ("gemm_relu (package)", "mla_decode (package)"):
+        if name not in real:
+            pytest.skip(f"{name} not available")
+    infos = L.catalog_layouts("mla_decode (package)", 256, "FullCol", "float16", "sm_90a")
+    assert infos["acc_o"].split_axis() == "columns"
+    assert infos["acc_s"].split_axis() == "columns"
+    g = L.catalog_layouts("gemm_relu (package)", 128, "Square", "float16", "sm_90a")
+    assert g["C_local"].threads == 128
+
+
+def test_bad_input_is_named():
+    with pytest.raises(TypeError, match="PrimFunc"):
+        L.infer_layouts("not a program")
+    with pytest.raises(ValueError, match="warp policy"):
+        L._policy("Diagonal")

@@ -1,0 +1,144 @@
+"""Small kernels that exist to be *looked at*: their inferred layouts are the lesson.
+
+They are real ``T.prim_func`` programs (they compile), but notebook 03 mostly runs only layout
+inference on them (:func:`tilelang_tutorial.layouts.infer_layouts`), which needs no nvcc.
+
+* (notebook 01's elementwise ``T.Parallel`` fragment is ``kernels.scale_copy.scale_copy_program`` itself):
+  inference picks a thread-per-vector layout so global loads are 16 bytes wide.
+* :func:`gemm_program` - a pipelined GEMM: the accumulator's layout is dictated by the tensor
+  core instruction (``mma`` on sm_80, ``wgmma`` on sm_90a) and by the warp policy.
+* :func:`gemm_rs_program` - the same GEMM with A staged in registers: A's fragment is the
+  ``mma`` *operand* layout.
+* :func:`two_warpgroup_program` - mirrors the shape of MLA decode's two GEMMs with 256 consumer
+  threads: scores ``acc_s`` (64 x 64) and output ``acc_o`` (64 x 512); the scores are written to
+  shared memory (``S_shared``) by the user because the second GEMM needs all of them in every
+  warpgroup.
+* :func:`annotated_copy_program` - a shared-memory round trip with or without
+  ``T.annotate_layout`` forcing a swizzle, to show what an annotation changes in the CUDA code.
+"""
+from __future__ import annotations
+
+import tilelang.language as T
+
+
+def gemm_program(
+    M: int = 128,
+    N: int = 128,
+    K: int = 64,
+    block_M: int | None = None,
+    block_N: int | None = None,
+    block_K: int = 32,
+    threads: int = 128,
+    policy=T.GemmWarpPolicy.Square,
+    dtype: str = "float16",
+    num_stages: int = 2,
+):
+    """``C = A @ B`` with one ``block_M x block_N`` fp32 accumulator per block."""
+    block_M = block_M or M
+    block_N = block_N or N
+
+    @T.prim_func
+    def gemm_demo(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[k * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local, policy=policy)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return gemm_demo
+
+
+def gemm_rs_program(
+    M: int = 64,
+    N: int = 64,
+    K: int = 32,
+    threads: int = 128,
+    policy=T.GemmWarpPolicy.Square,
+    dtype: str = "float16",
+):
+    """``C = A @ B`` for one tile with A copied into registers first (``T.gemm`` with a fragment
+    A operand): inference must give ``A_local`` the layout the ``mma`` instruction reads."""
+
+    @T.prim_func
+    def gemm_rs_demo(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=threads) as bx:
+            A_shared = T.alloc_shared((M, K), dtype)
+            B_shared = T.alloc_shared((K, N), dtype)
+            A_local = T.alloc_fragment((M, K), dtype)
+            C_local = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_shared)
+            T.copy(B, B_shared)
+            T.copy(A_shared, A_local)
+            T.gemm(A_local, B_shared, C_local, policy=policy, clear_accum=True)
+            T.copy(C_local, C)
+
+    return gemm_rs_demo
+
+
+def two_warpgroup_program(
+    heads: int = 64,
+    dim: int = 512,
+    block_N: int = 64,
+    seqlen: int = 256,
+    threads: int = 256,
+    policy=T.GemmWarpPolicy.FullCol,
+    dtype: str = "float16",
+    num_stages: int = 1,
+):
+    """The two GEMMs of an MLA-decode block (no softmax, no rope part: only the layouts matter).
+
+    ``acc_s = Q @ KV^T`` (heads x block_N) then ``acc_o += S @ KV`` (heads x dim).  The user
+    writes the ``T.copy(acc_s, S_shared)``: under a column split each warpgroup holds only part
+    of the scores, but the second GEMM needs every score in every warpgroup, so they go through
+    shared memory.  Everything else (who owns what) is inferred.
+    """
+
+    @T.prim_func
+    def two_warpgroups(
+        Q: T.Tensor((heads, dim), dtype),
+        KV: T.Tensor((seqlen, dim), dtype),
+        Out: T.Tensor((heads, dim), dtype),
+    ):
+        with T.Kernel(1, threads=threads) as bx:
+            Q_shared = T.alloc_shared((heads, dim), dtype)
+            KV_shared = T.alloc_shared((block_N, dim), dtype)
+            S_shared = T.alloc_shared((heads, block_N), dtype)
+            acc_s = T.alloc_fragment((heads, block_N), "float32")
+            acc_o = T.alloc_fragment((heads, dim), "float32")
+            T.copy(Q, Q_shared)
+            T.clear(acc_o)
+            for k in T.Pipelined(T.ceildiv(seqlen, block_N), num_stages=num_stages):
+                T.copy(KV[k * block_N, 0], KV_shared)
+                T.clear(acc_s)
+                T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True, policy=policy)
+                T.copy(acc_s, S_shared)
+                T.gemm(S_shared, KV_shared, acc_o, policy=policy)
+            T.copy(acc_o, Out)
+
+    return two_warpgroups
+
+
+def annotated_copy_program(M: int = 64, N: int = 64, threads: int = 128, dtype: str = "float16", swizzle: bool = True):
+    """Global -> shared -> registers -> global for one tile; with ``swizzle=True`` the shared
+    tile's layout is forced with ``T.annotate_layout`` to TileLang's XOR swizzle."""
+    from tilelang.layout import make_swizzled_layout
+
+    @T.prim_func
+    def annotated_copy(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(1, threads=threads) as bx:
+            A_shared = T.alloc_shared((M, N), dtype)
+            tile = T.alloc_fragment((M, N), dtype)
+            if swizzle:
+                T.annotate_layout({A_shared: make_swizzled_layout(A_shared)})
+            T.copy(A, A_shared)
+            T.copy(A_shared, tile)
+            for i, j in T.Parallel(M, N):
+                tile[i, j] = tile[i, j] + tile[i, j]
+            T.copy(tile, B)
+
+    return annotated_copy
