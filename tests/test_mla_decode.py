@@ -1,0 +1,301 @@
+"""MLA decode (notebook 04): heuristic, emulation, bad input and sm_90a compile on CPU; numerics on a GPU.
+
+The warp-specialized design (producer warpgroup, TMA, setmaxnreg, wgmma) is Hopper-only
+(sm_90a). The same program lowered for sm_80 / sm_90 uses mma.sync + cp.async with a single KV
+buffer (it compiles; measured here ~45 s, so not in the CPU suite); sm_86 / sm_89 do not have the
+152 KiB of shared memory one Q tile + one KV block need and get ``UnsupportedArchError``.
+"""
+import math
+import re
+
+import pytest
+import torch
+
+from tilelang_tutorial import checks, runtime
+from tilelang_tutorial import mla_emulation as E
+from tilelang_tutorial.kernels import mla_decode as M
+
+GPU = runtime.gpu_available()
+requires_gpu = pytest.mark.skipif(not GPU, reason="needs a CUDA GPU")
+
+#: The configuration the notebook compiles on CPU (same key -> TileLang's disk cache is shared).
+DEMO = dict(h_q=128, dtype="float16", split=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# the split heuristic and the split ranges (no compile)
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("b,h,kv,want", [
+    (64, 128, 8192, 1), (128, 128, 32768, 1), (64, 128, 4096, 1),   # the grid already fills 132 SMs
+    (128, 16, 8192, 1),
+    (1, 128, 32768, 64), (4, 128, 32768, 16),                         # 2 / 8 CTAs -> split to ~128
+    (1, 16, 100, 1),                                                  # 2 blocks: not worth it
+])
+def test_heuristic_choices(b, h, kv, want):
+    assert M.choose_num_split(b, h, kv, sm_count=132) == want
+
+
+def test_heuristic_properties():
+    for b in (1, 2, 3, 5, 8, 13, 32, 64, 128):
+        for h in M.SUPPORTED_HEADS:
+            for kv in (1, 64, 65, 1000, 8192, 32768):
+                s = M.choose_num_split(b, h, kv, sm_count=132)
+                assert 1 <= s <= min(M.MAX_SPLIT, math.ceil(kv / 64))
+                # never more CTAs than a few waves' worth
+                assert b * math.ceil(h / 64) * s <= max(2 * 132, b * math.ceil(h / 64))
+
+
+@pytest.mark.parametrize("n_blocks,num_split", [(1, 1), (1, 8), (3, 8), (10, 3), (512, 64), (513, 64)])
+def test_split_ranges_cover_each_block_once(n_blocks, num_split):
+    seen = []
+    for sp in range(num_split):
+        b, e, empty = E.split_range(n_blocks, num_split, sp)
+        assert e > b  # every CTA runs at least one step (its TMA loads complete before exit)
+        if not empty:
+            seen += list(range(b, e))
+    assert seen == list(range(n_blocks))
+
+
+def test_softmax_scales():
+    assert M.default_softmax_scale() == pytest.approx(1 / math.sqrt(576))
+    # DeepSeek-V3: 1/sqrt(192) * (0.1 * ln(40) + 1)^2
+    assert M.deepseek_v3_softmax_scale() == pytest.approx((0.1 * math.log(40) + 1) ** 2 / math.sqrt(192))
+
+
+# ------------------------------------------------------------------------------------------------
+# the reference and the tile-level emulation (CPU)
+# ------------------------------------------------------------------------------------------------
+def test_reference_matches_dense_attention():
+    x = E.make_paged_inputs(3, 16, [1, 65, 130], dtype=torch.float32, seed=1)
+    ref, lse = M.mla_decode_reference(**x, return_lse=True)
+    kv = x["kv_cache"].reshape(-1, 512)
+    pe = x["pe_cache"].reshape(-1, 64)
+    for i, n in enumerate(x["cache_seqlens"].tolist()):
+        rows = torch.cat([torch.arange(p * 64, p * 64 + 64) for p in x["block_table"][i].tolist()])[:n]
+        q = torch.cat([x["q_nope"][i], x["q_pe"][i]], dim=-1)[None]          # (1, h, 576)
+        k = torch.cat([kv[rows], pe[rows]], dim=-1)[None, None].expand(1, 16, n, 576)
+        v = kv[rows][None, None].expand(1, 16, n, 512)
+        want = torch.nn.functional.scaled_dot_product_attention(q[:, :, None], k, v, scale=1 / 24)
+        torch.testing.assert_close(ref[i], want[0, :, 0], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("h,lens,num_split,dtype", [
+    (16, [1, 63, 65], 1, torch.float16),
+    (16, [1, 63, 65], 4, torch.float16),        # fewer tokens than splits
+    (32, [200, 129, 64], 3, torch.bfloat16),
+    (64, [130], 2, torch.float16),
+    (128, [300, 7], 8, torch.float16),
+])
+def test_emulation_matches_reference(h, lens, num_split, dtype):
+    x = E.make_paged_inputs(len(lens), h, lens, dtype=dtype, seed=h + num_split)
+    ref = M.mla_decode_reference(**x)
+    out = E.emulate_mla_decode(**x, num_split=num_split)
+    checks.assert_close(out, ref, tolerance=checks.TOLERANCE[str(dtype).split(".")[1]], what="emulation")
+
+
+def test_emulation_trace_shows_online_softmax():
+    x = E.make_paged_inputs(1, 16, [200], seed=3)
+    traces = []
+    E.emulate_mla_decode(**x, traces=traces)
+    steps = traces[0].steps
+    assert [s.block for s in steps] == [0, 1, 2, 3] and steps[-1].tokens == (192, 200)
+    for a, b in zip(steps, steps[1:]):
+        assert torch.all(b.m >= a.m) and torch.all(b.alpha <= 1)   # running max never decreases
+
+
+def test_combine_splits_is_exact():
+    o = torch.randn(2, 3, 5, 8, dtype=torch.float64)
+    lse = torch.randn(2, 3, 5, dtype=torch.float64) * 10
+    lse[0, 0, 2:] = -math.inf
+    w = torch.softmax(lse * math.log(2), dim=-1)
+    torch.testing.assert_close(E.combine_splits(o, lse), (w[..., None] * o).sum(-2))
+
+
+def test_torch_peer_matches_reference():
+    from tilelang_tutorial.benchmarks.mla import mla_decode_torch
+
+    x = E.make_paged_inputs(3, 32, [1, 63, 65], dtype=torch.float32, seed=5)
+    torch.testing.assert_close(mla_decode_torch(**x), M.mla_decode_reference(**x), rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------------------------------------------------------
+# bad input: validated before require_gpu, so checkable without a GPU
+# ------------------------------------------------------------------------------------------------
+def _good(**over):
+    x = E.make_paged_inputs(2, 16, [65, 3], seed=0)
+    x.update(over)
+    return x
+
+
+@pytest.mark.parametrize("mutate,err,msg", [
+    (lambda x: x.update(q_nope=x["q_nope"][..., :256].contiguous()), ValueError, "512"),
+    (lambda x: x.update(q_nope=torch.zeros(2, 24, 512, dtype=torch.float16)), ValueError, "heads"),
+    (lambda x: x.update(q_pe=x["q_pe"][..., :32].contiguous()), ValueError, "q_pe"),
+    (lambda x: x.update(q_pe=x["q_pe"].float()), TypeError, "q_pe must be float16"),
+    (lambda x: x.update(q_nope=x["q_nope"].float(), q_pe=x["q_pe"].float()), TypeError, "q_nope must be"),
+    (lambda x: x.update(kv_cache=x["kv_cache"].to(torch.bfloat16)), TypeError, "kv_cache"),
+    (lambda x: x.update(kv_cache=x["kv_cache"][:, :32].contiguous()), ValueError, "kv_cache"),
+    (lambda x: x.update(pe_cache=x["pe_cache"][:-1].contiguous()), ValueError, "pe_cache"),
+    (lambda x: x.update(block_table=x["block_table"].long()), TypeError, "block_table must be int32"),
+    (lambda x: x.update(block_table=x["block_table"][:, :1].contiguous()), ValueError, "too short"),
+    (lambda x: x.update(cache_seqlens=torch.tensor([65, 0], dtype=torch.int32)), ValueError, ">= 1"),
+    (lambda x: x.update(cache_seqlens=torch.tensor([65], dtype=torch.int32)), ValueError, "cache_seqlens"),
+    (lambda x: x["block_table"].__setitem__((1, 0), 999), ValueError, "page ids"),
+    (lambda x: x.update(q_nope=x["q_nope"].transpose(0, 1).contiguous().transpose(0, 1)), ValueError, "contiguous"),
+])
+def test_bad_input_is_rejected_before_needing_a_gpu(mutate, err, msg):
+    x = _good()
+    mutate(x)
+    with pytest.raises(err, match=msg):
+        M.mla_decode(**x)
+
+
+def test_bad_num_split():
+    with pytest.raises(ValueError, match="num_split"):
+        M.mla_decode(**_good(), num_split=0)
+    with pytest.raises(ValueError, match="num_split"):
+        M.mla_decode(**_good(), num_split=1000)
+
+
+@pytest.mark.skipif(GPU, reason="CPU tensors on a GPU machine hit the device check instead")
+def test_cpu_tensors_name_the_device():
+    with pytest.raises(ValueError, match="must be on a cuda device"):
+        M.mla_decode(**_good())
+
+
+def test_unsupported_arch_is_a_clear_error():
+    for arch in ("sm_86", "sm_89"):
+        with pytest.raises(M.UnsupportedArchError, match="shared memory"):
+            M.build_mla_decode(128, arch=arch)
+
+
+def test_program_validation():
+    with pytest.raises(ValueError, match="h_q"):
+        M.mla_decode_program(48)
+    with pytest.raises(ValueError, match="block_N"):
+        M.mla_decode_program(128, block_N=128)
+    with pytest.raises(ValueError, match="threads"):
+        M.mla_decode_program(128, threads=128)
+
+
+# ------------------------------------------------------------------------------------------------
+# compile for Hopper on CPU: the generated code has the structure the notebook describes
+# ------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def hopper_source():
+    with runtime.arch_override("sm_90a"):
+        kernel = M.build_mla_decode(**DEMO)
+    return kernel.get_kernel_source()
+
+
+def test_sm90a_structure(hopper_source):
+    src = hopper_source
+    # 384 threads: 2 consumer warpgroups + the producer added by warp specialization
+    assert "__launch_bounds__(384, 1)" in src
+    assert re.search(r"warpgroup_reg_dealloc<\d+>", src) and re.search(r"warpgroup_reg_alloc<\d+>", src)
+    assert "tma_load(KV_desc" in src and "arrive_and_expect_tx" in src
+    shapes = set(re.findall(r"wgmma_ss<[^>]*?, (\d+), (\d+), (\d+), (?:false|true)", src))
+    assert ("64", "32", "16") in shapes      # Q K^T: each warpgroup 64 x (64/2) columns
+    assert ("64", "256", "16") in shapes     # P V:   each warpgroup 64 x 256 of acc_o
+    assert re.search(r"float acc_o\[128\];", src)   # 64*256 fp32 / 128 threads
+    assert re.search(r"float acc_s\[16\];", src)    # 64*32 fp32 / 128 threads
+    assert "AllReduce<tl::MaxOp, 256" in src        # row max across both warpgroups
+    assert src.count("__global__ void __launch_bounds__") == 2   # attention + combine
+
+
+def test_triton_peer_compiles_for_sm90_without_gpu():
+    triton = pytest.importorskip("triton")
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from tilelang_tutorial.kernels import mla_decode_triton as MT
+
+    sig = {"Q": "*fp16", "QPE": "*fp16", "KV": "*fp16", "KPE": "*fp16", "BT": "*i32", "SEQLENS": "*i32",
+           "LSE": "*fp32", "OPART": "*fp32", "stride_bt": "i32", "num_split": "i32", "scale_log2": "fp32",
+           "H": "constexpr", "BLOCK_H": "constexpr", "BLOCK_N": "constexpr", "DV": "constexpr",
+           "DPE": "constexpr", "PAGE": "constexpr"}
+    consts = {"H": 128, "BLOCK_H": MT.BLOCK_H, "BLOCK_N": MT.BLOCK_N, "DV": 512, "DPE": 64, "PAGE": 64}
+    k = triton.compile(ASTSource(fn=MT._mla_split_kernel, signature=sig, constexprs=consts),
+                       target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "num_stages": 2})
+    assert "mma" in k.asm["ptx"]
+
+
+def test_exercise_checker():
+    from tilelang_tutorial.exercises import mla as ex
+    from tilelang_tutorial.exercises.mla_solution import combine
+
+    assert ex.check_combine(combine, verbose=False).ok
+    assert not ex.check_combine(lambda o, lse: o.mean(dim=-2), verbose=False).ok
+    # forgetting to subtract the max overflows for large lse
+    naive = lambda o, lse: ((torch.exp2(lse) / torch.exp2(lse).sum(-1, keepdim=True))[..., None] * o).sum(-2)  # noqa: E731
+    assert not ex.check_combine(naive, verbose=False).ok
+    assert not ex.check_combine(lambda o, lse: o[..., 0, :], verbose=False).ok
+
+
+# ------------------------------------------------------------------------------------------------
+# GPU: numerics against the fp32 reference on fresh random inputs, poisoned outputs
+# ------------------------------------------------------------------------------------------------
+GPU_CASES = [
+    # (lengths, num_split): ragged, 1/63/65, non-power-of-two batch; auto, none, many splits
+    ([1, 63, 65, 64, 130, 1000], None),
+    ([1, 63, 65, 64, 130, 1000], 1),
+    ([1, 63, 65, 200, 5000], 7),              # sequences with fewer blocks than splits
+    ([20000, 333, 4097], None),
+]
+
+
+@pytest.fixture(scope="module")
+def gpu_kernels():
+    if not GPU:
+        pytest.skip("needs a CUDA GPU")
+    cfgs = [dict(h_q=h, dtype=d, split=s) for h in M.SUPPORTED_HEADS for d in ("float16", "bfloat16")
+            for s in (False, True)]
+    cfgs += [dict(h_q=128, dtype="float16", split=s, softmax_scale=M.deepseek_v3_softmax_scale())
+             for s in (False, True)]
+    M.prebuild(cfgs)   # compile the 18 kernels in parallel once
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("h", M.SUPPORTED_HEADS)
+@pytest.mark.parametrize("lens,num_split", GPU_CASES)
+def test_gpu_matches_reference(gpu_kernels, dtype, h, lens, num_split):
+    x = E.make_paged_inputs(len(lens), h, lens, dtype=getattr(torch, dtype), device="cuda",
+                            seed=h + len(lens))
+    out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
+    M.mla_decode(**x, num_split=num_split, out=out)
+    checks.assert_close(out, M.mla_decode_reference(**x), tolerance=checks.TOLERANCE[dtype],
+                        what=f"mla_decode h={h} {dtype} lens={lens} split={num_split}")
+
+
+@requires_gpu
+@pytest.mark.parametrize("num_split", [1, 5])
+def test_gpu_deepseek_scale(gpu_kernels, num_split):
+    scale = M.deepseek_v3_softmax_scale()
+    x = E.make_paged_inputs(3, 128, [77, 1, 3000], device="cuda", seed=11)
+    out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
+    M.mla_decode(**x, num_split=num_split, softmax_scale=scale, out=out)
+    checks.assert_close(out, M.mla_decode_reference(**x, softmax_scale=scale),
+                        tolerance=checks.TOLERANCE["float16"])
+
+
+@requires_gpu
+def test_gpu_split_matches_no_split(gpu_kernels):
+    x = E.make_paged_inputs(2, 128, [4096, 4001], device="cuda", seed=12)
+    a = M.mla_decode(**x, num_split=1).float()
+    for s in (2, 3, 16, 64):
+        checks.assert_close(M.mla_decode(**x, num_split=s), a, tolerance=2e-3, what=f"split {s}")
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("h", [16, 128])
+@pytest.mark.parametrize("lens,num_split", GPU_CASES)
+def test_gpu_triton_peer(dtype, h, lens, num_split):
+    from tilelang_tutorial.kernels.mla_decode_triton import mla_decode_triton
+
+    x = E.make_paged_inputs(len(lens), h, lens, dtype=getattr(torch, dtype), device="cuda", seed=h)
+    out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
+    mla_decode_triton(**x, num_split=num_split, out=out)
+    checks.assert_close(out, M.mla_decode_reference(**x), tolerance=checks.TOLERANCE[dtype],
+                        what=f"triton h={h} {dtype} lens={lens}")

@@ -1,0 +1,195 @@
+"""A tile-level emulation of the MLA decode kernel in plain torch (runs on CPU).
+
+It follows :mod:`tilelang_tutorial.kernels.mla_decode` step by step, with the same tiles and
+the same division of work, so a reader without a GPU can watch the algorithm:
+
+* one "CTA" = one sequence x a block of 64 query heads x one KV split (rows past ``h_q`` are
+  zero padding, exactly the rows the kernel computes but never stores);
+* per KV block of ``block_N`` tokens (gathered from a page through ``block_table``):
+  ``S = Q_nope K^T + Q_pe K_pe^T`` computed as two warpgroup halves (FullCol: warpgroup ``w``
+  owns score columns ``[w*block_N/2, (w+1)*block_N/2)``), masked past ``cache_seqlens``;
+* the running row max is a reduction *across* the two halves (the kernel's cross-warpgroup
+  ``AllReduce``); ``alpha = 2^((m_prev - m) * scale*log2 e)`` rescales the old state;
+* each warpgroup writes its half of ``P`` into ``S_shared`` (rounded to fp16/bf16, as the
+  kernel stores it), then computes its own 64 x 256 slice of ``acc_o += S_shared @ V``;
+* the denominator is kept per element (``acc_p``) and reduced once at the end;
+* split-KV: each split returns ``(o_partial, lse)`` and :func:`combine_splits` merges them.
+
+All arithmetic is fp32 on the same values the GPU sees (inputs in fp16/bf16, P rounded to the
+input dtype before P @ V), so the result matches the fp32 reference to fp16-level error.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from .kernels.mla_decode import (BLOCK_H, DIM_NOPE, DIM_PE, LOG2E, PAGE_SIZE,
+                                 default_softmax_scale)
+
+WARPGROUPS = 2                      # consumer warpgroups (FullCol split of N and of dim)
+DV_PER_WG = DIM_NOPE // WARPGROUPS  # 256 output columns per warpgroup
+
+
+@dataclass
+class Step:
+    """What one CTA saw at one KV block (for printing / plotting the online softmax)."""
+    block: int
+    tokens: tuple
+    row_max_per_wg: list            # [w] -> (64,) local max of warpgroup w's half of S
+    m: torch.Tensor                 # (64,) running max after this block (raw scores)
+    alpha: torch.Tensor             # (64,) rescale factor applied to acc_o and acc_p
+    denom: torch.Tensor             # (64,) running denominator (sum of acc_p)
+
+
+@dataclass
+class CTATrace:
+    seq: int
+    head_block: int
+    split: int
+    steps: list = field(default_factory=list)
+
+
+def split_range(n_blocks: int, num_split: int, split: int) -> tuple[int, int, bool]:
+    """The kernel's share of KV blocks for ``split``: (begin, end, is_empty).
+
+    Whole blocks ``ceil(n_blocks / num_split)`` per split; an empty split still runs one step on
+    the last block (so its loads complete) and then reports itself empty.
+    """
+    per = math.ceil(n_blocks / num_split)
+    empty = split * per >= n_blocks
+    begin = min(split * per, n_blocks - 1)
+    end = max(min(split * per + per, n_blocks), begin + 1)
+    return begin, end, empty
+
+
+def emulate_cta(q_nope, q_pe, kv_cache, pe_cache, block_table, seqlen: int, *, seq: int,
+                head_block: int, split: int, num_split: int, softmax_scale: float,
+                block_N: int = 64, trace: CTATrace | None = None):
+    """One CTA of the split kernel. Returns ``(o (64, 512) fp32, lse (64,) log2 domain)``."""
+    dtype = q_nope.dtype
+    h_q = q_nope.shape[1]
+    valid_h = min(BLOCK_H, h_q)
+    h0 = head_block * valid_h
+    scale = softmax_scale * LOG2E
+    half = block_N // WARPGROUPS
+
+    # Q tile in "shared memory": 64 rows, the rows past h_q are padding
+    Q = torch.zeros(BLOCK_H, DIM_NOPE, dtype=torch.float32)
+    Qpe = torch.zeros(BLOCK_H, DIM_PE, dtype=torch.float32)
+    Q[:valid_h] = q_nope[seq, h0:h0 + valid_h].float()
+    Qpe[:valid_h] = q_pe[seq, h0:h0 + valid_h].float()
+
+    acc_o = [torch.zeros(BLOCK_H, DV_PER_WG) for _ in range(WARPGROUPS)]   # per warpgroup
+    acc_p = [torch.zeros(BLOCK_H, half) for _ in range(WARPGROUPS)]
+    m = torch.full((BLOCK_H,), -math.inf)
+
+    n_blocks = math.ceil(seqlen / block_N)
+    begin, end, empty = split_range(n_blocks, num_split, split)
+    kv = kv_cache.reshape(-1, DIM_NOPE)
+    pe = pe_cache.reshape(-1, DIM_PE)
+    for blk in range(begin, end):
+        tok0 = blk * block_N
+        row0 = int(block_table[seq, tok0 // PAGE_SIZE]) * PAGE_SIZE + tok0 % PAGE_SIZE
+        K = kv[row0:row0 + block_N].float()          # the TMA load of one KV block
+        Kpe = pe[row0:row0 + block_N].float()
+        valid = (tok0 + torch.arange(block_N)) < seqlen
+        # Q @ K^T, FullCol: warpgroup w computes its half of the score columns
+        s_wg = []
+        for w in range(WARPGROUPS):
+            cols = slice(w * half, (w + 1) * half)
+            s = Q @ K[cols].T + Qpe @ Kpe[cols].T
+            s = torch.where(valid[cols], s, torch.tensor(-math.inf))
+            s_wg.append(s)
+        # row max: local per warpgroup, then across warpgroups (the AllReduce)
+        local_max = [s.max(dim=1).values for s in s_wg]
+        m_prev = m
+        m = torch.maximum(m_prev, torch.stack(local_max).max(dim=0).values)
+        alpha = torch.exp2((m_prev - m) * scale)
+        S_shared = torch.empty(BLOCK_H, block_N, dtype=dtype)
+        for w in range(WARPGROUPS):
+            p = torch.exp2(s_wg[w] * scale - (m * scale)[:, None])
+            acc_p[w] = acc_p[w] * alpha[:, None] + p
+            S_shared[:, w * half:(w + 1) * half] = p.to(dtype)   # T.copy(acc_s, S_shared)
+        # P @ V, FullCol: warpgroup w owns output columns [256 w, 256 (w+1)), reads all of P
+        for w in range(WARPGROUPS):
+            V = K[:, w * DV_PER_WG:(w + 1) * DV_PER_WG]
+            acc_o[w] = acc_o[w] * alpha[:, None] + S_shared.float() @ V
+        if trace is not None:
+            trace.steps.append(Step(blk, (tok0, min(tok0 + block_N, seqlen)), local_max, m.clone(),
+                                    alpha.clone(), sum(a.sum(dim=1) for a in acc_p)))
+    denom = sum(a.sum(dim=1) for a in acc_p)         # the one reduce_sum after the loop
+    o = torch.cat(acc_o, dim=1)
+    if empty:
+        return torch.zeros(BLOCK_H, DIM_NOPE), torch.full((BLOCK_H,), -math.inf)
+    return o / denom[:, None], torch.log2(denom) + m * scale
+
+
+def combine_splits(o_partial, lse):
+    """Merge split-KV partial results: ``o_partial (..., S, D)`` normalised per split,
+    ``lse (..., S)`` log2 of each split's denominator (``-inf`` = empty split)."""
+    lse_max = lse.max(dim=-1, keepdim=True).values
+    w = torch.exp2(lse - lse_max)                      # empty split -> 0
+    w = w / w.sum(dim=-1, keepdim=True)
+    return (w[..., None] * o_partial).sum(dim=-2)
+
+
+def emulate_mla_decode(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, *,
+                       num_split: int = 1, softmax_scale: float | None = None, block_N: int = 64,
+                       traces: list | None = None):
+    """The whole kernel (all CTAs, then the combine) on CPU. Returns (b, h_q, 512) fp32."""
+    scale = softmax_scale if softmax_scale is not None else default_softmax_scale()
+    b, h_q, _ = q_nope.shape
+    valid_h = min(BLOCK_H, h_q)
+    head_blocks = math.ceil(h_q / BLOCK_H)
+    out = torch.empty(b, h_q, DIM_NOPE)
+    for seq in range(b):
+        seqlen = int(cache_seqlens[seq])
+        for hb in range(head_blocks):
+            parts, lses = [], []
+            for sp in range(num_split):
+                tr = CTATrace(seq, hb, sp) if traces is not None else None
+                o, lse = emulate_cta(q_nope, q_pe, kv_cache, pe_cache, block_table, seqlen,
+                                     seq=seq, head_block=hb, split=sp, num_split=num_split,
+                                     softmax_scale=scale, block_N=block_N, trace=tr)
+                if tr is not None:
+                    traces.append(tr)
+                parts.append(o[:valid_h])
+                lses.append(lse[:valid_h])
+            o_partial = torch.stack(parts, dim=1)      # (valid_h, S, 512)
+            lse_all = torch.stack(lses, dim=1)        # (valid_h, S)
+            out[seq, hb * valid_h:(hb + 1) * valid_h] = combine_splits(o_partial, lse_all)
+    return out
+
+
+def make_paged_inputs(batch: int, h_q: int, seqlens, *, dtype=torch.float16, device="cpu",
+                      seed: int = 0, extra_pages: int = 3, scale: float = 1.0):
+    """Random MLA decode inputs with a *shuffled* page table (pages of a sequence are not
+    contiguous), so indexing mistakes show up. Returns a dict of tensors for ``mla_decode``."""
+    gen = torch.Generator().manual_seed(seed)
+    seqlens = [int(s) for s in seqlens]
+    assert len(seqlens) == batch
+    pages_per_seq = [math.ceil(s / PAGE_SIZE) for s in seqlens]
+    max_pages = max(pages_per_seq)
+    num_pages = sum(pages_per_seq) + extra_pages
+    perm = torch.randperm(num_pages, generator=gen)
+    block_table = torch.zeros(batch, max_pages, dtype=torch.int32)
+    pos = 0
+    for i, n in enumerate(pages_per_seq):
+        block_table[i, :n] = perm[pos:pos + n].to(torch.int32)
+        pos += n
+
+    from .checks import random_tensor
+
+    def rnd(shape, k):  # drawn directly on ``device`` (a 5 GB cache must not go through the CPU)
+        return random_tensor(shape, dtype, device, scale=scale, seed=seed * 16 + k)
+
+    return {
+        "q_nope": rnd((batch, h_q, DIM_NOPE), 1),
+        "q_pe": rnd((batch, h_q, DIM_PE), 2),
+        "kv_cache": rnd((num_pages, PAGE_SIZE, 1, DIM_NOPE), 3),
+        "pe_cache": rnd((num_pages, PAGE_SIZE, 1, DIM_PE), 4),
+        "block_table": block_table.to(device),
+        "cache_seqlens": torch.tensor(seqlens, dtype=torch.int32).to(device),
+    }
