@@ -55,7 +55,7 @@ def run(quick: bool = False) -> list[dict]:
             ref_ms = timing.median_ms(lambda: x.sum(dim=1, dtype=torch.float32))
             nbytes = x.numel() * x.element_size() + M * 4
             rec = _record("row_sum", row_sum_mod, (M, N), dtype, ms, nbytes, "torch x.sum(1, dtype=float32)",
-                          ref_ms, ceil, prov, cmp, {"block_M": 64, "block_N": 256, "threads": 128})
+                          ref_ms, ceil, prov, cmp, {"block_M": 16, "block_N": 256, "threads": 128})
             out.append(rec)
             print(f"row_sum    {M}x{N} {dtype}: {rec['value']:.0f} GB/s ({rec['ratio_to_ceiling']:.2f} of copy), "
                   f"torch {rec['reference']['value']:.0f} GB/s; {cmp}", flush=True)
