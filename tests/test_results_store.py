@@ -87,3 +87,11 @@ def test_files_are_valid_json_with_schema_version():
     for path in results.RESULTS_DIR.glob("*.json"):
         doc = json.loads(path.read_text())
         assert doc["schema"] == results.SCHEMA_VERSION and doc["suite"] == path.stem
+
+
+def test_committed_sweeps_carry_provenance_and_are_current():
+    for path in sorted((results.RESULTS_DIR / "sweeps").glob("*.json")):
+        doc = json.loads(path.read_text())
+        assert doc["provenance"]["gpu"] and doc["rows"], path.name
+        assert doc["source_sha256"] == results.source_sha256(doc["kernel_module"]), (
+            f"{path.name} was measured with another version of {doc['kernel_module']}: re-run the sweep on a GPU")

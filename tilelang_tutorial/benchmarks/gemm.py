@@ -65,6 +65,14 @@ def _sweep_grid() -> list:
           swizzle_panel=8, swizzle_order="row"),
         C(block_M=256, block_N=128, block_K=64, num_stages=3, threads=384, policy="FullRow",
           swizzle_panel=8, swizzle_order="row"),
+        # Second round, around the first round's winner (C staged through shared memory):
+        wide.replace(store_via_shared=True, num_stages=4),   # 256 KiB of shared memory: too much
+        wide.replace(store_via_shared=True, policy="Square"),
+        wide.replace(store_via_shared=True, swizzle_panel=4),
+        wide.replace(store_via_shared=True, swizzle_panel=16),
+        wide.replace(store_via_shared=True, block_K=32, num_stages=6),
+        C(block_M=256, block_N=128, block_K=64, num_stages=3, threads=256, policy="FullRow",
+          swizzle_panel=8, swizzle_order="row", store_via_shared=True),
     ]
     out = []
     for cfg in grid:  # keep order, drop duplicates (the tuned config may equal a grid entry)
@@ -187,8 +195,9 @@ def sweep(sizes=(4096, 8192), dtypes=("float16",), configs=None, *, workers=None
             torch.cuda.empty_cache()
     _print_best(rows)
     if out:
+        module = results.module_of(gr)
         doc = {"provenance": results.provenance(" ".join(["python -m tilelang_tutorial.benchmarks.gemm"] + sys.argv[1:])),
-               "rows": rows}
+               "kernel_module": module, "source_sha256": results.source_sha256(module), "rows": rows}
         os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
         with open(out, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1)

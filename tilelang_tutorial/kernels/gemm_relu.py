@@ -31,87 +31,14 @@ model that calls it with many batch sizes compiles once.
 # No `from __future__ import annotations`: T.prim_func evaluates the annotations of the kernel
 # (T.Tensor(shape, dtype)) against the factory's local variables.
 import functools
-from dataclasses import asdict, dataclass, replace
 
 import tilelang.language as T
 
 from .. import checks, runtime
 
-SUPPORTED_DTYPES = ("float16", "bfloat16")
-POLICIES = ("Square", "FullRow", "FullCol")
-SWIZZLE_ORDERS = ("row", "column")
-
-
-@dataclass(frozen=True)
-class GemmConfig:
-    """The tunable knobs of the kernel (shapes and dtypes are not config: they are the problem)."""
-
-    block_M: int = 128
-    block_N: int = 128
-    block_K: int = 64
-    num_stages: int = 3
-    threads: int = 128
-    policy: str = "Square"
-    swizzle_panel: int = 4          # 0 disables the block swizzle
-    swizzle_order: str = "column"
-    store_via_shared: bool = False  # stage C through shared memory (coalesced / TMA store)
-
-    def __post_init__(self):
-        for name in ("block_M", "block_N", "block_K", "threads"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v <= 0:
-                raise ValueError(f"GemmConfig.{name} must be a positive int, got {v!r}")
-        if self.block_M % 16 or self.block_N % 16 or self.block_K % 16:
-            raise ValueError(
-                f"GemmConfig block sizes must be multiples of 16 (tensor-core tiles), got "
-                f"{self.block_M}x{self.block_N}x{self.block_K}")
-        if self.threads % 128:
-            raise ValueError(f"GemmConfig.threads must be a multiple of 128 (whole warpgroups), got {self.threads}")
-        if self.num_stages < 1:
-            raise ValueError(f"GemmConfig.num_stages must be >= 1, got {self.num_stages}")
-        if self.policy not in POLICIES:
-            raise ValueError(f"GemmConfig.policy must be one of {POLICIES}, got {self.policy!r}")
-        if self.swizzle_order not in SWIZZLE_ORDERS:
-            raise ValueError(
-                f"GemmConfig.swizzle_order must be one of {SWIZZLE_ORDERS} (TileLang 0.1.15 spells "
-                f"it 'column', not 'col'), got {self.swizzle_order!r}")
-
-    @property
-    def name(self) -> str:
-        sw = f"sw{self.swizzle_panel}{self.swizzle_order[0]}" if self.swizzle_panel else "nosw"
-        st = "-smemC" if self.store_via_shared else ""
-        return (f"{self.block_M}x{self.block_N}x{self.block_K}-s{self.num_stages}-t{self.threads}"
-                f"-{self.policy}-{sw}{st}")
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-    def replace(self, **changes) -> "GemmConfig":
-        return replace(self, **changes)
-
-
-#: The seed post's configuration: 128x128x64 tiles, 3 stages, 128 threads (one consumer
-#: warpgroup on Hopper), the seed's panel-4 column swizzle spelt the 0.1.15 way.
-SEED_CONFIG = GemmConfig(block_M=128, block_N=128, block_K=64, num_stages=3, threads=128,
-                         policy="Square", swizzle_panel=4, swizzle_order="column")
-
-#: Configurations chosen by reasoning for Hopper (H100/H200), before any GPU sweep:
-#: a 128x256 tile halves the B re-reads per FLOP compared with 128x128; 256 threads = two
-#: consumer warpgroups, so each holds a 64x256 fp32 accumulator (128 registers/thread, like the
-#: seed) instead of one warpgroup holding 128x256 (256 registers/thread: spills). FullRow puts
-#: both warpgroups along M so each issues m64n256k16 wgmma (the widest instruction). Three stages
-#: of (128x64 + 64x256) fp16 = 144 KiB of shared memory, within the H200's 227 KiB.
-#: The lead replaces these with the sweep's winner (``python -m tilelang_tutorial.benchmarks.gemm sweep``).
-TUNED_CONFIGS = {
-    "float16": GemmConfig(block_M=128, block_N=256, block_K=64, num_stages=3, threads=256,
-                          policy="FullRow", swizzle_panel=8, swizzle_order="row"),
-    "bfloat16": GemmConfig(block_M=128, block_N=256, block_K=64, num_stages=3, threads=256,
-                           policy="FullRow", swizzle_panel=8, swizzle_order="row"),
-}
-
-
-def tuned_config(dtype: str) -> GemmConfig:
-    return TUNED_CONFIGS.get(dtype, SEED_CONFIG)
+from ..gemm_configs import (  # noqa: F401  (re-exported: gr.SEED_CONFIG, gr.GemmConfig, ...)
+    POLICIES, SEED_CONFIG, SUPPORTED_DTYPES, SWIZZLE_ORDERS, TUNED_CONFIGS, GemmConfig, tuned_config,
+)
 
 
 def gemm_relu_program(M, N, K, block_M=128, block_N=128, block_K=64, num_stages=3, threads=128,
