@@ -203,6 +203,48 @@ def test_sm90a_structure(hopper_source):
     assert src.count("__global__ void __launch_bounds__") == 2   # attention + combine
 
 
+#: Optional, default-off scheduling variants of the kernel (``build_mla_decode`` keywords);
+#: ``benchmarks.mla.sweep`` measures them. Each must compile for sm_90a and stay correct.
+VARIANTS = [
+    dict(qk_wait="single"),
+    dict(overlap=True, num_stages=1),
+    dict(overlap=True, block_N=32, num_stages=2),
+]
+VARIANT_IDS = ["qk_wait-single", "overlap-64x1", "overlap-32x2"]
+
+
+@pytest.fixture(scope="module")
+def variant_sources():
+    with runtime.arch_override("sm_90a"):
+        kernels = M.prebuild([dict(h_q=128, dtype="float16", split=False, **v) for v in VARIANTS])
+    return [k.get_kernel_source() for k in kernels]
+
+
+@pytest.mark.parametrize("i", range(len(VARIANTS)), ids=VARIANT_IDS)
+def test_variant_compiles_for_sm90a(variant_sources, i):
+    src, v = variant_sources[i], VARIANTS[i]
+    assert "__launch_bounds__(384, 1)" in src and "tma_load(KV_desc" in src
+    loop = src[src.index("warpgroup_reg_alloc"):]
+    if v.get("overlap"):
+        # the second block's 512-wide QK^T is still in flight while the first block's softmax runs
+        assert "wait_wgmma<1>()" in loop
+        assert loop.count("tma_load(KV_desc") == 0   # loads stay in the producer
+        assert src.count("tma_load(KV_desc") == 2    # two named KV buffers per pair
+    else:
+        # one wait per KV block for Q K^T (nope + rope) instead of two
+        first_pv = loop.index("64, 256, 16")
+        assert loop[:first_pv].count("warpgroup_wait<0>") == 1
+
+
+def test_variant_validation():
+    with pytest.raises(ValueError, match="qk_wait"):
+        M.mla_decode_program(128, qk_wait="never")
+    with pytest.raises(ValueError, match="overlap"):
+        M.mla_decode_program(128, overlap=True, num_stages=2)   # 2 x 2 x 64 rows do not fit
+    with pytest.raises(M.UnsupportedArchError, match="sm_90a"):
+        M.build_mla_decode(128, overlap=True, num_stages=1, arch="sm_80")
+
+
 def test_triton_peer_compiles_for_sm90_without_gpu():
     triton = pytest.importorskip("triton")
     from triton.backends.compiler import GPUTarget
@@ -299,3 +341,25 @@ def test_gpu_triton_peer(dtype, h, lens, num_split):
     mla_decode_triton(**x, num_split=num_split, out=out)
     checks.assert_close(out, M.mla_decode_reference(**x), tolerance=checks.TOLERANCE[dtype],
                         what=f"triton h={h} {dtype} lens={lens}")
+
+
+VARIANT_CASES = [
+    # (h, lengths, num_split): varlen with odd block counts (overlap's masked second block),
+    # no split, and a split whose shares are odd / empty
+    (128, [1, 63, 65, 64, 130, 1000, 4097], 1),
+    (128, [1, 63, 65, 200, 5000], 7),
+    (16, [20000, 333, 4097], None),
+]
+
+
+@requires_gpu
+@pytest.mark.parametrize("variant", VARIANTS, ids=VARIANT_IDS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("h,lens,num_split", VARIANT_CASES)
+def test_gpu_variant_matches_reference(variant, dtype, h, lens, num_split):
+    x = E.make_paged_inputs(len(lens), h, lens, dtype=getattr(torch, dtype), device="cuda",
+                            seed=h + len(lens) + 1)
+    out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
+    M.mla_decode(**x, num_split=num_split, out=out, **variant)
+    checks.assert_close(out, M.mla_decode_reference(**x), tolerance=checks.TOLERANCE[dtype],
+                        what=f"mla_decode {variant} h={h} {dtype} lens={lens} split={num_split}")
