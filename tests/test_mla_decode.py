@@ -203,14 +203,13 @@ def test_sm90a_structure(hopper_source):
     assert src.count("__global__ void __launch_bounds__") == 2   # attention + combine
 
 
-#: Optional, default-off scheduling variants of the kernel (``build_mla_decode`` keywords);
+#: The two Q K^T wait schedules (``build_mla_decode(qk_wait=...)``);
 #: ``benchmarks.mla.sweep`` measures them. Each must compile for sm_90a and stay correct.
 VARIANTS = [
+    dict(qk_wait="each"),     # the sm_90a default is "single"; "each" is the other schedule
     dict(qk_wait="single"),
-    dict(overlap=True, num_stages=1),
-    dict(overlap=True, block_N=32, num_stages=2),
 ]
-VARIANT_IDS = ["qk_wait-single", "overlap-64x1", "overlap-32x2"]
+VARIANT_IDS = ["qk_wait-each", "qk_wait-single"]
 
 
 @pytest.fixture(scope="module")
@@ -225,24 +224,16 @@ def test_variant_compiles_for_sm90a(variant_sources, i):
     src, v = variant_sources[i], VARIANTS[i]
     assert "__launch_bounds__(384, 1)" in src and "tma_load(KV_desc" in src
     loop = src[src.index("warpgroup_reg_alloc"):]
-    if v.get("overlap"):
-        # the second block's 512-wide QK^T is still in flight while the first block's softmax runs
-        assert "wait_wgmma<1>()" in loop
-        assert loop.count("tma_load(KV_desc") == 0   # loads stay in the producer
-        assert src.count("tma_load(KV_desc") == 2    # two named KV buffers per pair
-    else:
-        # one wait per KV block for Q K^T (nope + rope) instead of two
-        first_pv = loop.index("64, 256, 16")
-        assert loop[:first_pv].count("warpgroup_wait<0>") == 1
+    # "single": one wait per KV block covers both parts of Q K^T; "each": one after each part
+    first_pv = loop.index("64, 256, 16")
+    assert loop[:first_pv].count("warpgroup_wait<0>") == (1 if v["qk_wait"] == "single" else 2)
 
 
 def test_variant_validation():
     with pytest.raises(ValueError, match="qk_wait"):
         M.mla_decode_program(128, qk_wait="never")
-    with pytest.raises(ValueError, match="overlap"):
-        M.mla_decode_program(128, overlap=True, num_stages=2)   # 2 x 2 x 64 rows do not fit
     with pytest.raises(M.UnsupportedArchError, match="sm_90a"):
-        M.build_mla_decode(128, overlap=True, num_stages=1, arch="sm_80")
+        M.build_mla_decode(128, qk_wait="single", arch="sm_80")
 
 
 def test_triton_peer_compiles_for_sm90_without_gpu():
@@ -344,7 +335,7 @@ def test_gpu_triton_peer(dtype, h, lens, num_split):
 
 
 VARIANT_CASES = [
-    # (h, lengths, num_split): varlen with odd block counts (overlap's masked second block),
+    # (h, lengths, num_split): varlen with odd block counts,
     # no split, and a split whose shares are odd / empty
     (128, [1, 63, 65, 64, 130, 1000, 4097], 1),
     (128, [1, 63, 65, 200, 5000], 7),

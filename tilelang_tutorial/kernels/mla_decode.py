@@ -153,7 +153,7 @@ def choose_num_split(batch: int, h_q: int, max_seqlen: int, *, sm_count: int = D
 def mla_decode_program(h_q: int, dtype: str = "float16", *, split: bool = False,
                        softmax_scale: float | None = None, block_N: int = 64,
                        num_stages: int = 2, threads: int = 256, defer_sum: bool = True,
-                       reduce_batch: int = 2, qk_wait: str = "each", overlap: bool = False):
+                       reduce_batch: int = 2, qk_wait: str = "each"):
     """The MLA decode ``T.prim_func``; with ``split=True`` it holds two kernels (attention over
     ``num_split`` KV splits + the combine), with ``split=False`` one that writes Output directly.
 
@@ -174,19 +174,11 @@ def mla_decode_program(h_q: int, dtype: str = "float16", *, split: bool = False,
     ``reduce_batch`` (rows per ``tl::AllReduce`` call: each thread owns 2 rows, so 2 halves the
     named barriers of the row-max reduction).
 
-    Optional (default-off) scheduling variants, for ``sweep`` on the GPU:
-
-    * ``qk_wait="single"``: the 512-wide part of Q K^T is issued without waiting
-      (``T.wgmma_gemm``) and the 64-wide rotary part after it with the usual wait, so one
-      ``warpgroup_wait<0>`` per KV block covers both (default ``"each"``: one wait after each).
-    * ``overlap=True``: the loop runs over *pairs* of KV blocks (two named buffers per pipeline
-      stage). The 512-wide Q K^T of the pair's second block is issued asynchronously before the
-      softmax of the first block, so the tensor cores work on it while the warpgroups
-      exponentiate (FlashAttention-3's intra-warpgroup overlap, by hand). Every shared buffer's
-      last read in the loop body is a *synchronous* gemm (the rotary parts are synchronous), so
-      the warp-specialization pass releases each buffer to the producer only after the
-      tensor cores are done with it. Shared memory: 2 blocks per stage, so use it with
-      ``block_N=64, num_stages=1`` or ``block_N=32, num_stages=2`` (224 / 216 KiB).
+    ``qk_wait``: ``"each"`` waits for each of the two Q K^T gemms (512-wide "nope" part, then
+    the 64-wide rotary part); ``"single"`` issues the 512-wide part without waiting
+    (``T.wgmma_gemm``) so the rotary gemm's wait covers both: one ``warpgroup_wait<0>`` per KV
+    block instead of two. ``build_mla_decode`` uses ``"single"`` on sm_90a (measured faster on
+    the H200 by ``benchmarks.mla.sweep``) and ``"each"`` elsewhere.
     """
     import tilelang
     import tilelang.language as T
@@ -199,9 +191,6 @@ def mla_decode_program(h_q: int, dtype: str = "float16", *, split: bool = False,
         raise ValueError(f"block_N must be 32 or 64 (a divisor of the page size {PAGE_SIZE}), got {block_N}")
     if qk_wait not in ("each", "single"):
         raise ValueError(f"qk_wait must be 'each' or 'single', got {qk_wait!r}")
-    if overlap and num_stages * 2 * block_N > 128:
-        raise ValueError("overlap keeps 2 KV blocks per stage: num_stages * 2 * block_N must be <= 128 "
-                         f"(shared memory), got num_stages={num_stages}, block_N={block_N}")
     if threads != 256:
         raise ValueError("threads must be 256: two consumer warpgroups split the 512-wide output")
     scale = float((softmax_scale if softmax_scale is not None else default_softmax_scale()) * LOG2E)
@@ -216,30 +205,6 @@ def mla_decode_program(h_q: int, dtype: str = "float16", *, split: bool = False,
     num_split = T.dynamic("num_split") if split else 1
 
     @T.macro
-    def softmax_pv(acc_s, KV_shared, tok0, lim, S_shared, acc_o, m_i, m_prev, alpha, acc_sum, l_i):
-        # One online-softmax step + O += P V (the ``overlap`` variant's loop body, twice per
-        # pair; the default loop below spells the same steps out inline).
-        for i, j in T.Parallel(BLOCK_H, block_N):
-            acc_s[i, j] = T.if_then_else(tok0 + j < lim, acc_s[i, j], -T.infinity(accum))
-        T.copy(m_i, m_prev)
-        T.reduce_max(acc_s, m_i, dim=1, clear=False, batch=reduce_batch)
-        for i in T.Parallel(BLOCK_H):
-            alpha[i] = T.exp2((m_prev[i] - m_i[i]) * scale)
-        for i, j in T.Parallel(BLOCK_H, block_N):
-            acc_s[i, j] = T.exp2(acc_s[i, j] * scale - m_i[i] * scale)
-        if defer_sum:
-            for i, j in T.Parallel(BLOCK_H, block_N):
-                acc_sum[i, j] = acc_sum[i, j] * alpha[i] + acc_s[i, j]
-        else:
-            T.reduce_sum(acc_s, acc_sum, dim=1)
-            for i in T.Parallel(BLOCK_H):
-                l_i[i] = l_i[i] * alpha[i] + acc_sum[i]
-        T.copy(acc_s, S_shared)
-        for i, j in T.Parallel(BLOCK_H, dv):
-            acc_o[i, j] *= alpha[i]
-        T.gemm(S_shared, KV_shared, acc_o, policy=T.GemmWarpPolicy.FullCol)
-
-    @T.macro
     def attention(Q, Q_pe, KV, K_pe, block_table, cache_seqlens, lse, o_partial, Output):
         # Grid order (head block, split, sequence): the CTAs that read the same KV blocks --
         # the two 64-head halves of h_q = 128 -- are neighbours in launch order, run at the
@@ -249,10 +214,6 @@ def mla_decode_program(h_q: int, dtype: str = "float16", *, split: bool = False,
             Q_pe_shared = T.alloc_shared([BLOCK_H, dpe], dtype)
             KV_shared = T.alloc_shared([block_N, dv], dtype)
             K_pe_shared = T.alloc_shared([block_N, dpe], dtype)
-            if overlap:   # the pair's second block and its scores
-                KV_shared_1 = T.alloc_shared([block_N, dv], dtype)
-                K_pe_shared_1 = T.alloc_shared([block_N, dpe], dtype)
-                acc_s_1 = T.alloc_fragment([BLOCK_H, block_N], accum)
             S_shared = T.alloc_shared([BLOCK_H, block_N], dtype)
             acc_s = T.alloc_fragment([BLOCK_H, block_N], accum)
             acc_o = T.alloc_fragment([BLOCK_H, dv], accum)
@@ -301,81 +262,48 @@ def mla_decode_program(h_q: int, dtype: str = "float16", *, split: bool = False,
             else:
                 T.fill(l_i, 0)
 
-            if overlap:
-                # Pairs of KV blocks: (b0, b1) = (blk_begin + 2k, blk_begin + 2k + 1). An odd
-                # count makes the last pair's b1 past blk_end: it reloads b0 (a valid page) and
-                # is masked out entirely by `lim` (p = 0, alpha = 1).
-                lim = T.min(seqlen, blk_end * block_N)
-                for k in T.Pipelined(T.truncdiv(blk_end - blk_begin + 1, 2), num_stages=num_stages):
-                    tok0 = (blk_begin + 2 * k) * block_N
-                    tok1 = tok0 + block_N
-                    tokl = T.min(tok1, (blk_end - 1) * block_N)      # the block b1 loads
-                    row0 = block_table[bx, tok0 // PAGE_SIZE] * PAGE_SIZE + tok0 % PAGE_SIZE
-                    row1 = block_table[bx, tokl // PAGE_SIZE] * PAGE_SIZE + tokl % PAGE_SIZE
-                    T.copy(KV[row0:row0 + block_N, :], KV_shared)
-                    T.copy(K_pe[row0:row0 + block_N, :], K_pe_shared)
-                    T.copy(KV[row1:row1 + block_N, :], KV_shared_1)
-                    T.copy(K_pe[row1:row1 + block_N, :], K_pe_shared_1)
-                    # S0: rotary part synchronously (it is the last reader of K_pe_shared, so
-                    # its buffer is released only after the tensor cores are done), then the
-                    # 512-wide part of S0 and S1 issued without waiting.
-                    T.gemm(Q_pe_shared, K_pe_shared, acc_s, transpose_B=True,
-                           policy=T.GemmWarpPolicy.FullCol, clear_accum=True)
+            for k in T.Pipelined(blk_end - blk_begin, num_stages=num_stages):
+                tok0 = (blk_begin + k) * block_N
+                row0 = block_table[bx, tok0 // PAGE_SIZE] * PAGE_SIZE + tok0 % PAGE_SIZE
+                T.copy(KV[row0:row0 + block_N, :], KV_shared)
+                T.copy(K_pe[row0:row0 + block_N, :], K_pe_shared)
+                # S = Q_nope K^T + Q_pe K_pe^T; FullCol: warpgroup w computes columns
+                # [w * block_N/2, (w+1) * block_N/2) of the 64 x block_N scores.
+                if qk_wait == "single":
+                    # issue without waiting; the synchronous rotary gemm's wait covers both
                     T.wgmma_gemm(Q_shared, KV_shared, acc_s, transpose_B=True,
-                                 policy=T.GemmWarpPolicy.FullCol)
-                    T.wgmma_gemm(Q_shared, KV_shared_1, acc_s_1, transpose_B=True,
                                  policy=T.GemmWarpPolicy.FullCol, clear_accum=True)
-                    T.wait_wgmma(1)     # S0 complete; S1's wgmma keeps the tensor cores busy
-                    softmax_pv(acc_s, KV_shared, tok0, lim, S_shared, acc_o, m_i, m_prev, alpha,
-                               acc_p if defer_sum else row_sum, l_i)
-                    # (the PV gemm's wait above also completed S1's 512-wide part)
-                    T.gemm(Q_pe_shared, K_pe_shared_1, acc_s_1, transpose_B=True,
-                           policy=T.GemmWarpPolicy.FullCol)
-                    softmax_pv(acc_s_1, KV_shared_1, tok1, lim, S_shared, acc_o, m_i, m_prev, alpha,
-                               acc_p if defer_sum else row_sum, l_i)
-            else:
-                for k in T.Pipelined(blk_end - blk_begin, num_stages=num_stages):
-                    tok0 = (blk_begin + k) * block_N
-                    row0 = block_table[bx, tok0 // PAGE_SIZE] * PAGE_SIZE + tok0 % PAGE_SIZE
-                    T.copy(KV[row0:row0 + block_N, :], KV_shared)
-                    T.copy(K_pe[row0:row0 + block_N, :], K_pe_shared)
-                    # S = Q_nope K^T + Q_pe K_pe^T; FullCol: warpgroup w computes columns
-                    # [w * block_N/2, (w+1) * block_N/2) of the 64 x block_N scores.
-                    if qk_wait == "single":
-                        # issue without waiting; the synchronous rotary gemm's wait covers both
-                        T.wgmma_gemm(Q_shared, KV_shared, acc_s, transpose_B=True,
-                                     policy=T.GemmWarpPolicy.FullCol, clear_accum=True)
-                    else:
-                        T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True,
-                               policy=T.GemmWarpPolicy.FullCol, clear_accum=True)
-                    T.gemm(Q_pe_shared, K_pe_shared, acc_s, transpose_B=True,
-                           policy=T.GemmWarpPolicy.FullCol)
-                    # ragged tail: tokens at or past seqlen do not exist (page rows are garbage)
+                else:
+                    T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True,
+                           policy=T.GemmWarpPolicy.FullCol, clear_accum=True)
+                T.gemm(Q_pe_shared, K_pe_shared, acc_s, transpose_B=True,
+                       policy=T.GemmWarpPolicy.FullCol)
+                # ragged tail: tokens at or past seqlen do not exist (page rows are garbage)
+                for i, j in T.Parallel(BLOCK_H, block_N):
+                    acc_s[i, j] = T.if_then_else(tok0 + j < seqlen, acc_s[i, j], -T.infinity(accum))
+                # online softmax: new running max (a reduction across both warpgroups)
+                T.copy(m_i, m_prev)
+                T.reduce_max(acc_s, m_i, dim=1, clear=False, batch=reduce_batch)
+                for i in T.Parallel(BLOCK_H):
+                    alpha[i] = T.exp2((m_prev[i] - m_i[i]) * scale)
+                for i, j in T.Parallel(BLOCK_H, block_N):
+                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - m_i[i] * scale)
+                if defer_sum:
+                    # Each thread keeps the rescaled sum of *its own* P elements; the one
+                    # cross-thread reduction happens after the loop.
                     for i, j in T.Parallel(BLOCK_H, block_N):
-                        acc_s[i, j] = T.if_then_else(tok0 + j < seqlen, acc_s[i, j], -T.infinity(accum))
-                    # online softmax: new running max (a reduction across both warpgroups)
-                    T.copy(m_i, m_prev)
-                    T.reduce_max(acc_s, m_i, dim=1, clear=False, batch=reduce_batch)
+                        acc_p[i, j] = acc_p[i, j] * alpha[i] + acc_s[i, j]
+                else:
+                    T.reduce_sum(acc_s, row_sum, dim=1)
                     for i in T.Parallel(BLOCK_H):
-                        alpha[i] = T.exp2((m_prev[i] - m_i[i]) * scale)
-                    for i, j in T.Parallel(BLOCK_H, block_N):
-                        acc_s[i, j] = T.exp2(acc_s[i, j] * scale - m_i[i] * scale)
-                    if defer_sum:
-                        # Each thread keeps the rescaled sum of *its own* P elements; the one
-                        # cross-thread reduction happens after the loop.
-                        for i, j in T.Parallel(BLOCK_H, block_N):
-                            acc_p[i, j] = acc_p[i, j] * alpha[i] + acc_s[i, j]
-                    else:
-                        T.reduce_sum(acc_s, row_sum, dim=1)
-                        for i in T.Parallel(BLOCK_H):
-                            l_i[i] = l_i[i] * alpha[i] + row_sum[i]
-                    # The exchange: each warpgroup holds half of P's columns, but its half of
-                    # P @ V needs all of them -- so P goes through shared memory.
-                    T.copy(acc_s, S_shared)
-                    for i, j in T.Parallel(BLOCK_H, dv):
-                        acc_o[i, j] *= alpha[i]
-                    # O += P V; FullCol: warpgroup w owns output columns [256 w, 256 (w+1))
-                    T.gemm(S_shared, KV_shared, acc_o, policy=T.GemmWarpPolicy.FullCol)
+                        l_i[i] = l_i[i] * alpha[i] + row_sum[i]
+                # The exchange: each warpgroup holds half of P's columns, but its half of
+                # P @ V needs all of them -- so P goes through shared memory.
+                T.copy(acc_s, S_shared)
+                for i, j in T.Parallel(BLOCK_H, dv):
+                    acc_o[i, j] *= alpha[i]
+                # O += P V; FullCol: warpgroup w owns output columns [256 w, 256 (w+1))
+                T.gemm(S_shared, KV_shared, acc_o, policy=T.GemmWarpPolicy.FullCol)
 
             if defer_sum:
                 T.reduce_sum(acc_p, l_i, dim=1)
@@ -472,18 +400,18 @@ def _stages_for(arch: str, num_stages: int) -> int:
 
 @functools.lru_cache(maxsize=None)
 def _build(h_q, dtype, split, softmax_scale, block_N, num_stages, defer_sum, reduce_batch, arch,
-           qk_wait="each", overlap=False):
+           qk_wait):
     prog = mla_decode_program(h_q, dtype, split=split, softmax_scale=softmax_scale,
                               block_N=block_N, num_stages=_stages_for(arch, num_stages),
                               defer_sum=defer_sum, reduce_batch=reduce_batch,
-                              qk_wait=qk_wait, overlap=overlap)
+                              qk_wait=qk_wait)
     return runtime.compile_kernel(prog, arch=arch)
 
 
 def build_mla_decode(h_q: int, dtype: str = "float16", *, split: bool = False,
                      softmax_scale: float | None = None, block_N: int = DEFAULT_CONFIG["block_N"],
                      num_stages: int = DEFAULT_CONFIG["num_stages"], defer_sum: bool = True,
-                     reduce_batch: int = 2, qk_wait: str = "each", overlap: bool = False,
+                     reduce_batch: int = 2, qk_wait: str | None = None,
                      arch: str | None = None):
     """Compile (once per configuration and architecture) the MLA decode kernel.
 
@@ -492,11 +420,13 @@ def build_mla_decode(h_q: int, dtype: str = "float16", *, split: bool = False,
     """
     arch = arch or runtime.current_arch()
     _stages_for(arch, num_stages)  # a clear error before any compiling
-    if (overlap or qk_wait != "each") and arch != "sm_90a":
-        raise UnsupportedArchError(f"overlap / qk_wait='single' use asynchronous wgmma: sm_90a only, not {arch}")
+    if qk_wait is None:  # the faster schedule where the hardware has asynchronous wgmma
+        qk_wait = "single" if arch == "sm_90a" else "each"
+    if qk_wait != "each" and arch != "sm_90a":
+        raise UnsupportedArchError(f"qk_wait='single' uses asynchronous wgmma: sm_90a only, not {arch}")
     scale = float(softmax_scale) if softmax_scale is not None else default_softmax_scale()
     return _build(int(h_q), str(dtype), bool(split), scale, int(block_N), int(num_stages),
-                  bool(defer_sum), int(reduce_batch), arch, str(qk_wait), bool(overlap))
+                  bool(defer_sum), int(reduce_batch), arch, str(qk_wait))
 
 
 def prebuild(configs, *, arch: str | None = None, workers: int | None = None) -> list:
