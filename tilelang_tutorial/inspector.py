@@ -141,9 +141,17 @@ def _ptxas_usage(ptx: str, arch: str) -> dict[str, dict[str, int]]:
 
 
 def kernel_ptx(kernel) -> str:
+    import logging
+
+    logger = logging.getLogger("tilelang")
+    level = logger.level
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "k.ptx")
-        kernel.export_ptx(path)
+        logger.setLevel(logging.WARNING)  # export_ptx logs the temporary path at INFO
+        try:
+            kernel.export_ptx(path)
+        finally:
+            logger.setLevel(level)
         with open(path) as f:
             return f.read()
 
@@ -213,8 +221,14 @@ class LatencyReport:
         ref = record.get("reference") or {}
         if ref.get("latency_ms"):
             bars.append(Bar(ref["name"], ref["latency_ms"], "reference"))
-        if record.get("floor_ms"):
-            bars.append(Bar("roofline floor", record["floor_ms"], "floor"))
+        floor_ms = record.get("floor_ms")
+        ceiling = record.get("ceiling") or {}
+        if not floor_ms and ceiling.get("value") and ceiling.get("unit") == record["unit"]:
+            # Same work at the ceiling's rate (bytes / copy bandwidth, FLOPs / matmul peak).
+            floor_ms = record["latency_ms"] * record["value"] / ceiling["value"]
+        if floor_ms:
+            at = ceiling.get("name", "the ceiling").split(" (")[0]
+            bars.append(Bar(f"roofline floor: {at}", floor_ms, "floor"))
         return cls(bars=bars, source="recorded", note=record.label(), stale=record.is_stale)
 
     @classmethod
@@ -249,7 +263,7 @@ class LatencyReport:
         head = {"measured": "latency (measured)", "recorded": "latency (RECORDED, not measured here)"}.get(self.source, "latency")
         lines = [head + ":"]
         for b in self.bars:
-            lines.append(f"  {b.label:<32} {b.ms * 1e3:10.1f} us")
+            lines.append(f"  {b.label:<40} {b.ms * 1e3:10.1f} us")
         if self.note:
             lines.append(f"  [{self.note}]")
         return "\n".join(lines)
