@@ -37,12 +37,14 @@ def test_seed_and_tuned_configs():
     assert (gr.SEED_CONFIG.block_M, gr.SEED_CONFIG.block_N, gr.SEED_CONFIG.block_K) == (128, 128, 64)
     assert (gr.SEED_CONFIG.num_stages, gr.SEED_CONFIG.threads) == (3, 128)
     assert set(gr.TUNED_CONFIGS) == set(gr.SUPPORTED_DTYPES)
-    for cfg in gr.TUNED_CONFIGS.values():
-        # Shared memory of the pipeline must fit the H200's 227 KiB per block.
-        smem = cfg.num_stages * (cfg.block_M * cfg.block_K + cfg.block_K * cfg.block_N) * 2
-        if cfg.store_via_shared:
-            smem += cfg.block_M * cfg.block_N * 2
-        assert smem <= 227 * 1024, (cfg.name, smem)
+    from tilelang_tutorial.inspector import launch_facts
+
+    for dtype, cfg in gr.TUNED_CONFIGS.items():
+        # The launch's dynamic shared memory must fit the H200's 227 KiB per block. (Counting
+        # buffers overestimates: TileLang reuses the pipeline's buffers for the C tile.)
+        kernel = gr.build_gemm_relu(4096, 4096, config=cfg, dtype=dtype, arch="sm_90a")
+        smem = [int(b) for b in launch_facts(kernel)["dynamic_shared_bytes"]]
+        assert smem and max(smem) <= 227 * 1024, (cfg.name, smem)
 
 
 def test_reference_is_fp32_relu_of_matmul():
@@ -139,32 +141,6 @@ def test_dynamic_m_kernel_is_cached():
 
 
 # ------------------------------------------------------------------------------------------------
-# Exercise checker
-# ------------------------------------------------------------------------------------------------
-
-def test_exercise_solution_passes_and_wrong_signature_fails():
-    from tilelang_tutorial.exercises import gemm as ex
-    from tilelang_tutorial.exercises import gemm_solution as sol
-
-    good = ex.check_gemm_epilogue(sol.gemm_bias_gelu_solution, verbose=False)
-    assert good.ok, str(good)
-    assert good.numerics_checked == runtime.mode().can_run
-    bad = ex.check_gemm_epilogue(sol.gemm_bias_gelu_wrong_signature, verbose=False)
-    assert not bad.ok and "4 tensors" in str(bad)
-    crash = ex.check_gemm_epilogue(lambda M, N, K, dt: 1 / 0, verbose=False)
-    assert not crash.ok and "ZeroDivisionError" in str(crash)
-
-
-@requires_gpu
-def test_exercise_wrong_order_fails_on_gpu():
-    from tilelang_tutorial.exercises import gemm as ex
-    from tilelang_tutorial.exercises import gemm_solution as sol
-
-    bad = ex.check_gemm_epilogue(sol.gemm_bias_gelu_wrong_order, verbose=False)
-    assert bad.numerics_checked and not bad.ok and "wrong result" in str(bad)
-
-
-# ------------------------------------------------------------------------------------------------
 # Benchmarks/plots helpers (no GPU, no figures presented as measured)
 # ------------------------------------------------------------------------------------------------
 
@@ -173,7 +149,7 @@ def test_sweep_grid_is_unique_and_small():
 
     names = [c.name for c in bench.SWEEP_CONFIGS]
     assert len(names) == len(set(names))
-    assert 12 <= len(names) <= 26
+    assert 12 <= len(names) <= 30
     assert gr.SEED_CONFIG in bench.SWEEP_CONFIGS
     assert all(c in bench.SWEEP_CONFIGS for c in gr.TUNED_CONFIGS.values())
 

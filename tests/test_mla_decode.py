@@ -253,18 +253,6 @@ def test_triton_peer_compiles_for_sm90_without_gpu():
     assert "mma" in k.asm["ptx"]
 
 
-def test_exercise_checker():
-    from tilelang_tutorial.exercises import mla as ex
-    from tilelang_tutorial.exercises.mla_solution import combine
-
-    assert ex.check_combine(combine, verbose=False).ok
-    assert not ex.check_combine(lambda o, lse: o.mean(dim=-2), verbose=False).ok
-    # forgetting to subtract the max overflows for large lse
-    naive = lambda o, lse: ((torch.exp2(lse) / torch.exp2(lse).sum(-1, keepdim=True))[..., None] * o).sum(-2)  # noqa: E731
-    assert not ex.check_combine(naive, verbose=False).ok
-    assert not ex.check_combine(lambda o, lse: o[..., 0, :], verbose=False).ok
-
-
 # ------------------------------------------------------------------------------------------------
 # GPU: numerics against the fp32 reference on fresh random inputs, poisoned outputs
 # ------------------------------------------------------------------------------------------------

@@ -12,9 +12,27 @@ def warm(archs=()) -> int:
     archs = list(archs) or [runtime.current_arch()]
     failures = 0
     t_all = time.time()
+    # 1. What the notebooks compile on their CPU path (pinned architectures as the notebooks pin them).
+    seen = set()
+    for nbk in catalog.NOTEBOOK_BUILDS:
+        for arch in ([nbk.arch] if nbk.arch else archs):
+            runtime._validate_arch(arch)
+            if (nbk.name, arch) in seen:
+                continue
+            seen.add((nbk.name, arch))
+            t0 = time.time()
+            try:
+                nbk.build(arch)
+                print(f"[ok  ] notebook {nbk.notebook}: {nbk.name} for {arch} in {time.time() - t0:.1f} s", flush=True)
+            except Exception as exc:
+                failures += 1
+                print(f"[FAIL] notebook {nbk.notebook}: {nbk.name} for {arch}: {type(exc).__name__}: {exc}", flush=True)
+    # 2. Every tutorial kernel for each requested architecture it is written for.
     for arch in archs:
         runtime._validate_arch(arch)
         for entry in catalog.ENTRIES:
+            if (entry.name, arch) in seen:
+                continue
             if arch not in entry.archs:
                 print(f"[skip] {entry.name} for {arch}: written for {', '.join(entry.archs)}", flush=True)
                 continue

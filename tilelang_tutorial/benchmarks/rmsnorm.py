@@ -618,7 +618,7 @@ def main(argv=None) -> int:
         done = compile_many(jobs, arch=args.arch, workers=args.workers)
         # The exercise's reference solution at the widths its GPU check uses (tests compile it).
         from ..exercises import rmsnorm as ex
-        from ..exercises.rmsnorm_solution import residual_rmsnorm_silu_solution
+        from ..solutions.rmsnorm_residual import residual_rmsnorm_silu_solution
         for C in ex.GPU_WIDTHS:
             runtime.compile_kernel(residual_rmsnorm_silu_solution(C, "float16"), arch=args.arch)
         return 1 if any(isinstance(k, Exception) for k in done.values()) else 0

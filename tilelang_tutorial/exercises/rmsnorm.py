@@ -1,33 +1,39 @@
-"""Exercise for notebook 05: give the fused RMSNorm + SiLU a residual input.
+"""Notebook 05's exercises.
 
-    y = silu(rms_norm(x + r) * gamma)      over the last dim; x + r formed in fp32
+1. **Choose the layout configuration** for C = 640 (fp16): how many threads share a row
+   (``group``) and how many threads a block has (``threads``). Give
+   ``RMSNormSiLUConfig(group=..., threads=...)`` (from ``kernels.rmsnorm_silu``) to
+   ``check_rmsnorm_config(config)``. The checker builds ``rmsnorm_silu_program(640, config=...)``,
+   compiles it (either mode) and reads what compilation can tell: 16-byte (``uint4``) loads of X
+   and stores of Y, the size of the reduction (``AllReduce`` over ``group`` lanes), each
+   thread's slice of the row, and ptxas's registers and spills (``inspector.resource_usage``, no
+   GPU needed). On a GPU it also runs the kernel against the fp32 reference.
 
-Write ``factory(C, dtype)`` returning a ``T.prim_func`` with five parameters, in this order::
+2. **A residual input**: ``y = silu(rms_norm(x + r) * gamma)`` over the last dim, ``x + r``
+   formed in fp32. Write ``factory(C, dtype)`` returning a ``T.prim_func`` with five parameters,
+   in this order::
 
-    X:     T.Tensor((m, C), dtype)       # m = T.dynamic("m")
-    R:     T.Tensor((m, C), dtype)       # the residual, same shape as X
-    Gamma: T.Tensor((C,), dtype)
-    Y:     T.Tensor((m, C), dtype)
-    eps:   T.float32                     # a runtime scalar, like the kernel's
+       X:     T.Tensor((m, C), dtype)       # m = T.dynamic("m")
+       R:     T.Tensor((m, C), dtype)       # the residual, same shape as X
+       Gamma: T.Tensor((C,), dtype)
+       Y:     T.Tensor((m, C), dtype)
+       eps:   T.float32                     # a runtime scalar, like the kernel's
 
-then ``check_residual_rmsnorm_silu(factory)``. The checker
+   then ``check_residual_rmsnorm_silu(factory)``. The checker calls your factory for C = 96 (a
+   width where layout inference alone goes wrong), checks the parameters (names do not matter;
+   shapes and dtypes do), compiles it, reads the generated CUDA (X and R must be loaded and Y
+   stored with 16-byte vectors), and on a GPU runs C = 96 and C = 640 with a ragged number of
+   rows and a poisoned (NaN) output against the fp32 reference; on a CPU it says plainly that the
+   numbers were *not* checked. Hint: start from ``rmsnorm_silu_program`` in
+   ``tilelang_tutorial/kernels/rmsnorm_silu.py``; the residual fragment needs the same
+   ``row_group_layout`` annotation as X.
 
-1. calls your factory for C = 96 (a width where layout inference alone goes wrong) and checks the
-   parameters (names do not matter; shapes and dtypes do);
-2. compiles it (TileLang's and nvcc's errors reach you);
-3. reads the generated CUDA: X and R must be loaded and Y stored with 16-byte vectors (``uint4``)
-   -- the property that keeps the kernel bandwidth-bound at non-power-of-two widths;
-4. on a GPU: runs C = 96 and C = 640 with a ragged number of rows and a poisoned (NaN) output
-   against the fp32 reference; on a CPU it says plainly that the numbers were *not* checked.
-
-Hint: start from ``rmsnorm_silu_program`` in ``tilelang_tutorial/kernels/rmsnorm_silu.py``; the
-residual fragment needs the same ``row_group_layout`` annotation as X.
-A reference solution is in ``tilelang_tutorial/exercises/rmsnorm_solution.py`` (try first!).
+Solutions: ``tilelang_tutorial/solutions/rmsnorm_config.py`` and ``solutions/rmsnorm_residual.py``.
 """
 import re
 
 from .. import checks, runtime
-from . import ExerciseResult, param_specs
+from . import ExerciseResult, call_factory, can_launch, compile_or_fail, not_attempted, param_specs, skip_numerics
 
 CPU_WIDTH = 96
 GPU_WIDTHS = (96, 640)
@@ -83,20 +89,15 @@ def _check(factory, dtype, arch) -> ExerciseResult:
     res = ExerciseResult()
     arch = arch or runtime.current_arch()
     C = CPU_WIDTH
-    try:
-        program = factory(C, dtype)
-    except NotImplementedError:
-        return res.failed("factory raised NotImplementedError: write the kernel first")
-    except Exception as exc:  # the reader's code: report, never crash the notebook
-        return res.failed(f"calling factory({C}, {dtype!r}) raised {type(exc).__name__}: {exc}")
+    program = call_factory(res, factory, (C, dtype),
+                           "write the kernel first: factory(C, dtype) returning a T.prim_func(X, R, Gamma, Y, eps)")
+    if program is None:
+        return res
     if not _signature(program, C, dtype, res):
         return res
-    try:
-        kernel = runtime.compile_kernel(program, arch=arch)
-    except Exception as exc:
-        first = (str(exc).strip().splitlines() or [""])[0][:600]
-        return res.failed(f"compiling for {arch} failed: {type(exc).__name__}: {first}")
-    res.passed(f"compiles for {arch}")
+    kernel = compile_or_fail(res, program, arch)
+    if kernel is None:
+        return res
 
     # The generated CUDA: 16-byte vector accesses of X, R (loads) and Y (store) at C = 96.
     src = kernel.get_kernel_source()
@@ -110,9 +111,8 @@ def _check(factory, dtype, arch) -> ExerciseResult:
             f"with rmsnorm_silu.row_group_layout(...) as the kernel does.")
     res.passed(f"X and R are loaded and Y stored with 16-byte vectors at C = {C}")
 
-    if not runtime.mode().can_run or arch != runtime.mode().arch:
-        res.skipped("numerical check: needs a GPU to launch the kernel (compile-only mode)")
-        return res
+    if not can_launch(arch):
+        return skip_numerics(res, f"the numerical check (C = {', '.join(map(str, GPU_WIDTHS))}, M = {RAGGED_M})", arch)
     import torch
 
     tdt = getattr(torch, dtype)
@@ -138,4 +138,102 @@ def _check(factory, dtype, arch) -> ExerciseResult:
             return res.failed(f"C = {width}: wrong values vs silu(rms_norm(x + r) * gamma): {cmp}")
         res.passed(f"C = {width}, M = {RAGGED_M}: matches the fp32 reference: {cmp}")
     res.numerics_checked = True
+    return res
+
+
+# ------------------------------------------------------------------------------------------------
+# Exercise 1: the layout configuration for C = 640
+# ------------------------------------------------------------------------------------------------
+
+CONFIG_WIDTH = 640
+
+
+def check_rmsnorm_config(config, *, C: int = CONFIG_WIDTH, dtype: str = "float16", arch: str | None = None,
+                         verbose: bool = True) -> ExerciseResult:
+    """Check a reader's ``RMSNormSiLUConfig(group=..., threads=...)`` for width C; prints and returns."""
+    res = _check_config(config, C, dtype, arch or runtime.current_arch())
+    if verbose:
+        print(res)
+    return res
+
+
+def _check_config(config, C, dtype, arch) -> ExerciseResult:
+    from ..inspector import resource_usage
+    from ..kernels import rmsnorm_silu as rs
+
+    res = ExerciseResult()
+    what = "give RMSNormSiLUConfig(group=..., threads=...) from tilelang_tutorial.kernels.rmsnorm_silu"
+    if config is None:
+        return not_attempted(res, what)
+    if isinstance(config, dict):
+        try:
+            config = rs.RMSNormSiLUConfig(**config)
+        except TypeError as exc:
+            return res.failed(f"{exc}; {what}")
+    if not isinstance(config, rs.RMSNormSiLUConfig):
+        return res.failed(f"expected an RMSNormSiLUConfig, got {type(config).__name__}; {what}")
+    g, t = config.group, config.threads
+    if g is None or t is None:
+        return not_attempted(res, what)
+    n_vec = C // rs.VEC
+    valid = rs.valid_groups(C)
+    if g not in valid:
+        why = ("a power of two (the reduction is a butterfly of warp shuffles)" if g & (g - 1) or g < 1 else
+               f"a divisor of {n_vec}: a row of {C} fp16 is {n_vec} 16-byte vectors and every lane of the group must get "
+               f"the same number of whole vectors")
+        return res.failed(f"group = {g}: the group must be {why}; for C = {C} that leaves {valid}")
+    if t % 32 or t % g or not 32 <= t <= 1024:
+        return res.failed(f"threads = {t}: a block is whole warps (a multiple of 32, at most 1024) and whole groups "
+                          f"(a multiple of {g})")
+    res.passed(f"group = {g} lanes per row -> {n_vec // g} vectors ({C // g} elements) of the row per thread; "
+               f"{t // g * config.rows_per_thread} rows per block")
+    try:
+        program = rs.rmsnorm_silu_program(C, dtype, config)
+    except Exception as exc:
+        return res.failed(f"rmsnorm_silu_program rejected it: {type(exc).__name__}: {exc}")
+    kernel = compile_or_fail(res, program, arch)
+    if kernel is None:
+        return res
+    src = kernel.get_kernel_source()
+    names = _buffer_names(program)
+    x_name, y_name = names[0], names[2]
+    if not re.search(rf"\*\(uint4\*\)\({re.escape(x_name)} \+", src) or not re.search(rf"\*\(uint4\*\)\({re.escape(y_name)} \+", src):
+        return res.failed("the generated CUDA does not load X and store Y with 16-byte vectors (uint4)")
+    res.passed("X is loaded and Y stored with 16-byte vectors (uint4)")
+    red = re.search(r"AllReduce<tl::SumOp, (\d+)", src)
+    lanes = int(red.group(1)) if red else 1
+    if lanes != g:
+        return res.failed(f"the sum of squares is reduced over {lanes} lanes, not the group of {g}")
+    res.passed(f"the sum of squares is reduced across exactly the {g} lanes of a row"
+               + (" (no shuffle at all: one lane holds the whole row)" if g == 1 else " (warp shuffles)"))
+    try:
+        usage = next(iter(resource_usage(kernel).values()))
+    except Exception as exc:  # ptxas missing: say so, do not fail the reader
+        res.skipped(f"registers/spills not checked: ptxas -v failed ({type(exc).__name__}: {exc})")
+        usage = None
+    if usage is not None:
+        if usage["spill_stores"] or usage["spill_loads"]:
+            return res.failed(f"ptxas: {usage['registers']} registers/thread and {usage['spill_stores']} B spilled to local "
+                              f"memory: {C // g} elements of the row per thread is too many; use a larger group")
+        res.passed(f"ptxas: {usage['registers']} registers/thread, nothing spilled")
+    if n_vec // g < 2:
+        res.skipped(f"each thread holds a single 16-byte vector of its row: correct, but few loads in flight per thread")
+    if not can_launch(arch):
+        return skip_numerics(res, f"the numerical check (C = {C}, M = {RAGGED_M})", arch)
+    import torch
+
+    tdt = getattr(torch, dtype)
+    x = checks.random_tensor((RAGGED_M, C), tdt, "cuda")
+    gamma = checks.random_tensor((C,), tdt, "cuda")
+    y = checks.poisoned((RAGGED_M, C), tdt, "cuda")
+    try:
+        kernel(x, gamma, y, EPS)
+        torch.cuda.synchronize()
+    except Exception as exc:
+        return res.failed(f"launching failed: {type(exc).__name__}: {exc}")
+    cmp = checks.compare(y, rs.rmsnorm_silu_reference(x, gamma, EPS), tolerance=checks.TOLERANCE[dtype])
+    if not cmp.ok:
+        return res.failed(f"wrong values vs silu(rms_norm(x) * gamma): {cmp}")
+    res.numerics_checked = True
+    res.passed(f"C = {C}, M = {RAGGED_M}: matches the fp32 reference: {cmp}")
     return res

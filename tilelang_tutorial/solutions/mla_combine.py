@@ -1,4 +1,4 @@
-"""A solution to the notebook 04 exercise (try it yourself first)."""
+"""Reference solution for notebook 04's split-KV combine exercise (try it yourself first)."""
 
 
 def combine(o_partial, lse):

@@ -1,4 +1,4 @@
-"""Reference solution for the notebook 02 exercise (C = GELU(A @ B + bias)), and a wrong one.
+"""Reference solution for notebook 02's bias + GELU exercise: C = GELU(A @ B + bias).
 
 The solution keeps the GEMM main loop of ``kernels/gemm_relu.py`` and changes only the epilogue:
 the bias is a (N,) vector, so each thread reads ``Bias[bx * block_N + j]`` for the columns of its
@@ -40,38 +40,3 @@ def gemm_bias_gelu_solution(M, N, K, in_dtype, block_M=128, block_N=128, block_K
             T.copy(C_local, C[by * block_M, bx * block_N])
 
     return gemm_bias_gelu
-
-
-def gemm_bias_gelu_wrong_signature(M, N, K, in_dtype):
-    """A plausible mistake caught everywhere: the bias parameter was forgotten."""
-    from ..kernels.gemm_relu import gemm_relu_program
-
-    return gemm_relu_program(M, N, K, in_dtype=in_dtype)
-
-
-def gemm_bias_gelu_wrong_order(M, N, K, in_dtype, block_M=128, block_N=128, block_K=64):
-    """A plausible mistake caught on a GPU: GELU applied *before* adding the bias."""
-
-    @T.prim_func
-    def gemm_gelu_bias(
-        A: T.Tensor((M, K), in_dtype),
-        B: T.Tensor((K, N), in_dtype),
-        Bias: T.Tensor((N,), in_dtype),
-        C: T.Tensor((M, N), in_dtype),
-    ):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
-            A_shared = T.alloc_shared((block_M, block_K), in_dtype)
-            B_shared = T.alloc_shared((block_K, block_N), in_dtype)
-            C_local = T.alloc_fragment((block_M, block_N), "float32")
-            T.clear(C_local)
-            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
-                T.copy(A[by * block_M, ko * block_K], A_shared)
-                T.copy(B[ko * block_K, bx * block_N], B_shared)
-                T.gemm(A_shared, B_shared, C_local)
-            for i, j in T.Parallel(block_M, block_N):
-                col = T.min(bx * block_N + j, N - 1)
-                x = C_local[i, j]
-                C_local[i, j] = 0.5 * x * (1.0 + T.erf(x * _INV_SQRT2)) + T.cast(Bias[col], "float32")
-            T.copy(C_local, C[by * block_M, bx * block_N])
-
-    return gemm_gelu_bias

@@ -1,4 +1,4 @@
-"""Reference solution for the notebook 05 exercise: RMSNorm + SiLU with a residual input.
+"""Reference solution for notebook 05's residual exercise: RMSNorm + SiLU with a residual input.
 
     y = silu(rms_norm(x + r) * gamma)          (x + r formed in fp32, never rounded to 16 bits)
 
