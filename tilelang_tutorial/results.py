@@ -11,7 +11,7 @@ import datetime as _dt
 import hashlib
 import json
 import platform
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 

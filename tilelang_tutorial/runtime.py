@@ -182,3 +182,34 @@ def compile_kernel(
     import tilelang
 
     return tilelang.compile(program, out_idx=out_idx, target=target(arch), pass_configs=pass_configs)
+
+
+def compile_parallel(jobs, build, *, workers: int | None = None, verbose: bool = True,
+                     describe=str) -> dict:
+    """Compile many kernels at once: ``{job: build(job) or the exception it raised}``.
+
+    Threads are enough: TileLang's lowering releases the GIL and nvcc runs as a subprocess. A job
+    whose build fails (a configuration the compiler rejects) is reported and kept as its exception.
+    """
+    import concurrent.futures
+    import time
+
+    jobs = list(dict.fromkeys(jobs))
+    workers = workers or max(1, min(len(jobs), os.cpu_count() or 1))
+    done = {}
+    t0 = time.time()
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        futures = {pool.submit(build, job): job for job in jobs}
+        for fut in concurrent.futures.as_completed(futures):
+            job = futures[fut]
+            try:
+                done[job] = fut.result()
+            except Exception as exc:
+                done[job] = exc
+                if verbose:
+                    first = (str(exc).strip().splitlines() or [""])[0][:160]
+                    print(f"  compile FAILED {describe(job)}: {type(exc).__name__}: {first}", flush=True)
+    if verbose:
+        ok = sum(not isinstance(v, Exception) for v in done.values())
+        print(f"compiled {ok}/{len(jobs)} kernels in {time.time() - t0:.0f} s with {workers} threads", flush=True)
+    return done

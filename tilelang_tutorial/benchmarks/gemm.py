@@ -14,11 +14,9 @@ matmul and no extra pass, so matching cuBLAS is the goal). Fresh random inputs, 
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import json
 import os
 import sys
-import time
 
 from .. import checks, results, runtime, timing
 from ..kernels import gemm_relu as gr
@@ -92,32 +90,13 @@ def tflops(M, N, K, ms) -> float:
 
 
 def compile_many(jobs, *, arch=None, workers=None, verbose=True):
-    """Compile ``[(N, K, config, dtype), ...]`` in parallel threads (TileLang's lowering releases
-    the GIL and nvcc is a subprocess). Returns {job: kernel or the exception}."""
-    workers = workers or max(1, min(len(jobs), os.cpu_count() or 1))
-    done = {}
-    t0 = time.time()
-
+    """Compile ``[(N, K, config, dtype), ...]`` at once; returns {job: kernel or the exception}."""
     def build(job):
         N, K, cfg, dtype = job
         return gr.build_gemm_relu(N, K, config=cfg, dtype=dtype, arch=arch)
 
-    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-        futures = {pool.submit(build, job): job for job in jobs}
-        for fut in concurrent.futures.as_completed(futures):
-            job = futures[fut]
-            try:
-                done[job] = fut.result()
-            except Exception as exc:  # a config the compiler rejects: report and skip
-                done[job] = exc
-                if verbose:
-                    first = (str(exc).strip().splitlines() or [""])[0][:160]
-                    print(f"  compile FAILED {job[2].name} N={job[0]} K={job[1]} {job[3]}: "
-                          f"{type(exc).__name__}: {first}", flush=True)
-    if verbose:
-        ok = sum(not isinstance(v, Exception) for v in done.values())
-        print(f"compiled {ok}/{len(jobs)} kernels in {time.time() - t0:.0f} s with {workers} threads", flush=True)
-    return done
+    return runtime.compile_parallel(jobs, build, workers=workers, verbose=verbose,
+                                    describe=lambda j: f"{j[2].name} N={j[0]} K={j[1]} {j[3]}")
 
 
 def _inputs(M, N, K, dtype):

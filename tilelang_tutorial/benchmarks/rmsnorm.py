@@ -23,9 +23,7 @@ Everything is measured in one process, on fresh random inputs, medians of ``timi
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import dataclasses
-import os
 import sys
 import time
 
@@ -66,32 +64,14 @@ def traffic_bytes(M: int, C: int, elem: int = 2) -> int:
 
 def compile_many(jobs, *, arch=None, workers=None, verbose=True):
     """Compile ``[(C, dtype, config_or_None_or_'naive'), ...]``; returns {job: kernel or exception}."""
-    jobs = list(dict.fromkeys(jobs))
-    workers = workers or max(1, min(len(jobs), os.cpu_count() or 1))
-    done = {}
-    t0 = time.time()
-
     def build(job):
         C, dtype, cfg = job
         if cfg == "naive":
             return rs.build_naive_rmsnorm_silu(C, dtype, arch=arch)
         return rs.build_rmsnorm_silu(C, dtype, config=cfg, arch=arch)
 
-    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-        futures = {pool.submit(build, job): job for job in jobs}
-        for fut in concurrent.futures.as_completed(futures):
-            job = futures[fut]
-            try:
-                done[job] = fut.result()
-            except Exception as exc:
-                done[job] = exc
-                if verbose:
-                    first = (str(exc).strip().splitlines() or [""])[0][:160]
-                    print(f"  compile FAILED C={job[0]} {job[1]} {job[2]}: {type(exc).__name__}: {first}", flush=True)
-    if verbose:
-        ok = sum(not isinstance(v, Exception) for v in done.values())
-        print(f"compiled {ok}/{len(jobs)} kernels in {time.time() - t0:.0f} s with {workers} threads", flush=True)
-    return done
+    return runtime.compile_parallel(jobs, build, workers=workers, verbose=verbose,
+                                    describe=lambda j: f"C={j[0]} {j[1]} {j[2]}")
 
 
 def run_jobs(widths=WIDTHS, dtypes=DTYPES, naive_widths=NAIVE_WIDTHS):
