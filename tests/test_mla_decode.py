@@ -19,7 +19,7 @@ GPU = runtime.gpu_available()
 requires_gpu = pytest.mark.skipif(not GPU, reason="needs a CUDA GPU")
 
 #: The configuration the notebook compiles on CPU (same key -> TileLang's disk cache is shared).
-DEMO = dict(h_q=128, dtype="float16", split=True)
+DEMO = dict(h_q=128, dtype="float16", split=True, schedule="auto")   # notebook 04's tour
 
 
 # ------------------------------------------------------------------------------------------------
@@ -203,6 +203,52 @@ def test_sm90a_structure(hopper_source):
     assert src.count("__global__ void __launch_bounds__") == 2   # attention + combine
 
 
+# ------------------------------------------------------------------------------------------------
+# the hand-written warp-specialized schedule (schedule="ws", the sm_90a default)
+# ------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def ws_source():
+    with runtime.arch_override("sm_90a"):
+        kernel = M.build_mla_decode(128, "float16", split=True)     # None -> "ws" on sm_90a
+    return kernel.get_kernel_source()
+
+
+def test_default_schedule_on_sm90a_is_ws():
+    assert M.resolve_schedule(None, "sm_90a") == "ws"
+    assert M.resolve_schedule(None, "sm_90a", block_N=32) == "auto"   # tile knobs are auto's
+    assert M.resolve_schedule(None, "sm_80") == "auto"
+    assert M.resolve_schedule("auto", "sm_90a") == "auto"
+
+
+def test_ws_structure(ws_source):
+    src = ws_source
+    assert "__launch_bounds__(384, 1)" in src
+    from tilelang_tutorial.kernels import mla_decode_ws as W
+    # the three roles and their register budgets
+    assert f"warpgroup_reg_alloc<{W.REGS_SCORE}>" in src and f"warpgroup_reg_alloc<{W.REGS_VALUE}>" in src
+    assert f"warpgroup_reg_dealloc<{W.REGS_PRODUCER}>" in src
+    shapes = set(re.findall(r"wgmma_ss<[^>]*?, (\d+), (\d+), (\d+), (?:false|true)", src))
+    assert shapes == {("64", "64", "16"), ("64", "256", "16")}   # whole 64 x 64 scores; 64 x 256 halves of O
+    assert re.search(r"float acc_s\[32\];", src)                 # 64*64 fp32 / 128 threads
+    # softmax rows live in one warpgroup: reductions over the 4 threads of a quad only
+    assert "AllReduce<tl::MaxOp, 4," in src and "AllReduce<tl::MaxOp, 256" not in src
+    # Q and the paged KV blocks arrive by TMA on the program's own mbarriers
+    assert "tma_load(Q_desc, q_full" in src and "tma_load(KV_desc, kv_full" in src
+    for bar in ("kv_empty", "p_full", "p_empty", "stats_ready"):
+        assert f"{bar}[0].wait(" in src or f"{bar}[(" in src
+    assert "__any_sync" in src                                     # the warp-uniform rescale skip
+    assert src.count("__global__ void __launch_bounds__") == 2     # attention + combine
+
+
+def test_ws_schedule_validation():
+    with pytest.raises(ValueError, match="schedule"):
+        M.build_mla_decode(128, schedule="seesaw", arch="sm_90a")
+    with pytest.raises(M.UnsupportedArchError, match="sm_90a"):
+        M.build_mla_decode(128, schedule="ws", arch="sm_80")
+    with pytest.raises(ValueError, match="tile knobs"):
+        M.build_mla_decode(128, schedule="ws", block_N=32, arch="sm_90a")
+
+
 #: The two Q K^T wait schedules (``build_mla_decode(qk_wait=...)``);
 #: ``benchmarks.mla.sweep`` measures them. Each must compile for sm_90a and stay correct.
 VARIANTS = [
@@ -269,24 +315,25 @@ GPU_CASES = [
 def gpu_kernels():
     if not GPU:
         pytest.skip("needs a CUDA GPU")
-    cfgs = [dict(h_q=h, dtype=d, split=s) for h in M.SUPPORTED_HEADS for d in ("float16", "bfloat16")
-            for s in (False, True)]
+    cfgs = [dict(h_q=h, dtype=d, split=s, schedule=sch) for h in M.SUPPORTED_HEADS
+            for d in ("float16", "bfloat16") for s in (False, True) for sch in M.SCHEDULES]
     cfgs += [dict(h_q=128, dtype="float16", split=s, softmax_scale=M.deepseek_v3_softmax_scale())
              for s in (False, True)]
     M.prebuild(cfgs)   # compile the 18 kernels in parallel once
 
 
 @requires_gpu
+@pytest.mark.parametrize("schedule", M.SCHEDULES)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("h", M.SUPPORTED_HEADS)
 @pytest.mark.parametrize("lens,num_split", GPU_CASES)
-def test_gpu_matches_reference(gpu_kernels, dtype, h, lens, num_split):
+def test_gpu_matches_reference(gpu_kernels, dtype, h, lens, num_split, schedule):
     x = E.make_paged_inputs(len(lens), h, lens, dtype=getattr(torch, dtype), device="cuda",
                             seed=h + len(lens))
     out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
-    M.mla_decode(**x, num_split=num_split, out=out)
+    M.mla_decode(**x, num_split=num_split, out=out, schedule=schedule)
     checks.assert_close(out, M.mla_decode_reference(**x), tolerance=checks.TOLERANCE[dtype],
-                        what=f"mla_decode h={h} {dtype} lens={lens} split={num_split}")
+                        what=f"mla_decode {schedule} h={h} {dtype} lens={lens} split={num_split}")
 
 
 @requires_gpu

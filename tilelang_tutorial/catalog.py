@@ -51,9 +51,11 @@ def _rmsnorm(C):
     return build
 
 
-def _mla(arch):
-    from .kernels import mla_decode
-    return mla_decode.build_mla_decode(128, "float16", split=True, arch=arch)
+def _mla(schedule):
+    def build(arch):
+        from .kernels import mla_decode
+        return mla_decode.build_mla_decode(128, "float16", split=True, schedule=schedule, arch=arch)
+    return build
 
 
 ENTRIES = [
@@ -63,7 +65,8 @@ ENTRIES = [
     Entry("gemm_relu/tuned", HOPPER, _gemm_tuned),
     Entry("rmsnorm_silu/C=640", PORTABLE, _rmsnorm(640)),
     Entry("rmsnorm_silu/C=96", PORTABLE, _rmsnorm(96)),
-    Entry("mla_decode/h128", HOPPER, _mla),
+    Entry("mla_decode/h128", HOPPER, _mla("auto")),
+    Entry("mla_decode_ws/h128", HOPPER, _mla("ws")),
 ]
 
 
@@ -112,7 +115,8 @@ NOTEBOOK_BUILDS = [
     NotebookBuild("02", "gemm_relu/tuned", "sm_90a", _gemm_tuned),
     NotebookBuild("03", "annotated_copy (plain)", None, _annotated_copy(False)),
     NotebookBuild("03", "annotated_copy (swizzled)", None, _annotated_copy(True)),
-    NotebookBuild("04", "mla_decode/h128", "sm_90a", _mla),
+    NotebookBuild("04", "mla_decode/h128", "sm_90a", _mla("auto")),
+    NotebookBuild("04", "mla_decode_ws/h128", "sm_90a", _mla("ws")),
     NotebookBuild("05", "rmsnorm_silu naive C=256", "sm_90a", _rmsnorm_naive(256)),
     NotebookBuild("05", "rmsnorm_silu naive C=96", "sm_90a", _rmsnorm_naive(96)),
     NotebookBuild("05", "rmsnorm_silu naive C=160", "sm_90a", _rmsnorm_naive(160)),

@@ -194,6 +194,9 @@ def compile_parallel(jobs, build, *, workers: int | None = None, verbose: bool =
     import concurrent.futures
     import time
 
+    import tilelang  # noqa: F401  -- import TileLang (and its TVM) once, before the threads start
+    import tilelang.language  # noqa: F401
+
     jobs = list(dict.fromkeys(jobs))
     workers = workers or max(1, min(len(jobs), os.cpu_count() or 1))
     done = {}

@@ -9,6 +9,10 @@ shuffled page table, checks each implementation against the fp32 reference, and 
 * memory-bound points (h_q = 16): TB/s with bytes = KV read (576 * 2 bytes per token) + q + o,
   compared with the measured device copy bandwidth.
 
+Each point is measured with both TileLang schedules (``schedule="ws"``, the hand-written
+warp specialization that is the default on sm_90a, and ``schedule="auto"``, the kernel notebook
+04 derives), one record each, with the same peers.
+
 ``sweep()`` prints (does not record) the tile knobs' effect at one shape.
 """
 from __future__ import annotations
@@ -18,6 +22,7 @@ import time
 
 from .. import checks, results, runtime, timing
 from ..kernels import mla_decode as K
+from ..kernels import mla_decode_ws as KWS
 from ..kernels import mla_decode_triton as KT
 from ..mla_emulation import make_paged_inputs
 
@@ -83,8 +88,15 @@ def _check(out, idx, ref, dtype):
             "checked_sequences": int(idx.numel())}
 
 
+def schedules_measured() -> list[str]:
+    """The TileLang schedules each point is measured with: the default here, then "auto"."""
+    return list(dict.fromkeys([K.resolve_schedule(None), "auto"]))
+
+
 def _measure_point(*, b, h_q, seqlens, dtype, num_split, ceilings, prov, memory_bound, label,
-                   torch_peer=True, seed=0, config=None):
+                   torch_peer=True, seed=0, config=None) -> list[dict]:
+    """One record per TileLang schedule (:func:`schedules_measured`), the peers measured once
+    and attached to each."""
     import torch
 
     x = _inputs(b, h_q, seqlens, dtype, seed)
@@ -95,12 +107,14 @@ def _measure_point(*, b, h_q, seqlens, dtype, num_split, ceilings, prov, memory_
         num_split = K.choose_num_split(b, h_q, max_len, sm_count=K.sm_count())
     config = dict(config or {})
 
-    out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
-    tl_launch = K.MLADecodeLaunch(**x, num_split=num_split, out=out, **config)
-    tl_launch.launch()
-    torch.cuda.synchronize()
-    tl_ok = _check(out, idx, ref, dtype)
-    tl_ms = timing.median_ms(tl_launch.launch)
+    tilelang = {}
+    for schedule in schedules_measured():
+        out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
+        launch = K.MLADecodeLaunch(**x, num_split=num_split, out=out, **{**config, "schedule": schedule})
+        launch.launch()
+        torch.cuda.synchronize()
+        tilelang[schedule] = (_check(out, idx, ref, dtype), timing.median_ms(launch.launch))
+        del out, launch
 
     peers = {}
     tri_split = KT.choose_num_split_triton(b, h_q, max_len)
@@ -134,39 +148,42 @@ def _measure_point(*, b, h_q, seqlens, dtype, num_split, ceilings, prov, memory_
 
     if memory_bound:
         metric, unit = "bandwidth", "TB/s"
-        value = nbytes / (tl_ms * 1e-3) / 1e12
         ceiling = {"name": "device copy bandwidth (measured)", "value": ceilings.copy_gbps / 1e3, "unit": "TB/s"}
         ref_val = peers["triton"].get("tbps")
     else:
         metric, unit = "throughput", "TFLOP/s"
-        value = flops / (tl_ms * 1e-3) / 1e12
         ceiling = {"name": f"torch {dtype} matmul {ceilings.matmul_size}^3 (measured)",
                    "value": ceilings.matmul_tflops[dtype], "unit": "TFLOP/s"}
         ref_val = peers["triton"].get("tflops")
     reference = {"name": "triton (this tutorial)", "value": ref_val, "unit": unit} if ref_val else None
-    rec = results.make_record(
-        suite=SUITE, kernel="mla_decode", kernel_module=results.module_of(K),
-        config={"num_split": num_split, "auto_split": auto, "block_N": config.get("block_N", 64),
-                "num_stages": config.get("num_stages", 2), "label": label,
-                "softmax_scale": K.default_softmax_scale()},
-        shape={"batch": b, "h_q": h_q, "kv_len": max_len, "mean_kv_len": sum(seqlens) / b,
-               "page_size": K.PAGE_SIZE},
-        dtype=dtype, metric=metric, value=value, unit=unit, latency_ms=tl_ms,
-        reference=reference, ceiling=ceiling, provenance_info=prov, peers=peers,
-        correctness=tl_ok,
-    )
-    rec["tflops"] = flops / (tl_ms * 1e-3) / 1e12
-    rec["tbps"] = nbytes / (tl_ms * 1e-3) / 1e12
-    rec["ceilings"] = ceilings.as_dict()
-    del x, ref, out, tout
+    recs = []
+    for schedule, (tl_ok, tl_ms) in tilelang.items():
+        value = (nbytes if memory_bound else flops) / (tl_ms * 1e-3) / 1e12
+        rec = results.make_record(
+            suite=SUITE, kernel="mla_decode",
+            kernel_module=results.module_of(KWS if schedule == "ws" else K),
+            config={"num_split": num_split, "auto_split": auto, "schedule": schedule,
+                    "block_N": config.get("block_N", 64), "num_stages": config.get("num_stages", 2),
+                    "label": label, "softmax_scale": K.default_softmax_scale()},
+            shape={"batch": b, "h_q": h_q, "kv_len": max_len, "mean_kv_len": sum(seqlens) / b,
+                   "page_size": K.PAGE_SIZE},
+            dtype=dtype, metric=metric, value=value, unit=unit, latency_ms=tl_ms,
+            reference=reference, ceiling=ceiling, provenance_info=prov, peers=peers,
+            correctness=tl_ok,
+        )
+        rec["tflops"] = flops / (tl_ms * 1e-3) / 1e12
+        rec["tbps"] = nbytes / (tl_ms * 1e-3) / 1e12
+        rec["ceilings"] = ceilings.as_dict()
+        recs.append(rec)
+    del x, ref, tout
     torch.cuda.empty_cache()
     tp = peers["torch"].get("latency_ms")
-    print(f"{label:<22} b={b:<4} h={h_q:<4} kv={max_len:<6} {dtype:<8} split={num_split:<3} "
-          f"tilelang {tl_ms:8.3f} ms {rec['tflops']:7.1f} TFLOP/s {rec['tbps']:5.2f} TB/s "
-          f"[{'ok' if tl_ok['ok'] else 'FAIL'} {tl_ok['rel_error']:.1e}] | "
+    tl_txt = " ".join(f"{s} {ms:8.3f} ms {flops / ms / 1e9:6.1f} TFLOP/s {nbytes / ms / 1e9:5.2f} TB/s "
+                      f"[{'ok' if ok['ok'] else 'FAIL'} {ok['rel_error']:.1e}] |" for s, (ok, ms) in tilelang.items())
+    print(f"{label:<18} b={b:<4} h={h_q:<4} kv={max_len:<6} {dtype:<8} split={num_split:<3} {tl_txt} "
           f"triton {tri_ms:8.3f} ms [{'ok' if tri_ok['ok'] else 'FAIL'}] | "
           f"torch {('%.3f ms' % tp) if tp else '-'}", flush=True)
-    return rec
+    return recs
 
 
 def points(quick: bool = False):
@@ -211,12 +228,13 @@ def run(quick: bool = False) -> list[dict]:
     need = {(h, d, (ns or K.choose_num_split(b, h, kv, sm_count=K.sm_count())) > 1)
             for _, b, h, kv, d, ns, _, _ in pts}
     t = time.time()
-    K.prebuild([dict(h_q=h, dtype=d, split=s) for h, d, s in sorted(need)])
+    K.prebuild([dict(h_q=h, dtype=d, split=s, schedule=sch) for h, d, s in sorted(need)
+                for sch in schedules_measured()])
     print(f"compiled {len(need)} TileLang kernels in {time.time() - t:.0f} s", flush=True)
     recs = []
     for i, (label, b, h_q, kv, dtype, ns, mem, tp) in enumerate(pts):
         seqlens = _seqlens(label, b, kv, seed=i)
-        recs.append(_measure_point(b=b, h_q=h_q, seqlens=seqlens, dtype=dtype, num_split=ns,
+        recs.extend(_measure_point(b=b, h_q=h_q, seqlens=seqlens, dtype=dtype, num_split=ns,
                                    ceilings=ceilings, prov=prov, memory_bound=mem, label=label,
                                    torch_peer=tp, seed=100 + i))
     print(f"mla benchmark: {len(recs)} records in {time.time() - t0:.0f} s", flush=True)
@@ -230,7 +248,8 @@ def sweep(b: int = 64, h_q: int = 128, kv: int = 8192, dtype: str = "float16", c
     runtime.require_gpu("mla sweep")
     if configs is None:
         configs = [
-            {},                                              # the default
+            {},                                              # the default (sm_90a: "ws")
+            {"schedule": "auto"},                            # the TileLang-derived schedule
             {"defer_sum": False},                            # reduce_sum every step
             {"reduce_batch": 1},                             # one AllReduce per row
             {"defer_sum": False, "reduce_batch": 1},         # ~ TileLang's example

@@ -330,29 +330,7 @@ def mla_decode_program(h_q: int, dtype: str = "float16", *, split: bool = False,
                     if i < valid_h:
                         Output[bx, i, j] = acc_o[i, j] / l_i[i]
 
-    @T.macro
-    def combine(lse, o_partial, Output):
-        # One CTA per (head, sequence): out = sum_s 2^(lse_s - lse_total) * o_s.
-        with T.Kernel(h_q, batch, threads=128) as (hx, bx):
-            o = T.alloc_fragment([dv], accum)
-            lse_max = T.alloc_var(accum)
-            total = T.alloc_var(accum)
-            lse_total = T.alloc_var(accum)
-            w = T.alloc_var(accum)
-            T.clear(o)
-            lse_max = -T.infinity(accum)
-            for s in T.serial(num_split):
-                lse_max = T.max(lse_max, lse[bx, hx, s])
-            total = 0
-            for s in T.serial(num_split):
-                total += T.exp2(lse[bx, hx, s] - lse_max)      # empty split: 2^-inf = 0
-            lse_total = T.log2(total) + lse_max
-            for s in T.serial(num_split):
-                w = T.exp2(lse[bx, hx, s] - lse_total)
-                for j in T.Parallel(dv):
-                    o[j] += w * o_partial[bx, hx, s, j]
-            for j in T.Parallel(dv):
-                Output[bx, hx, j] = o[j]
+    combine = combine_macro(h_q, batch, num_split)
 
     @T.prim_func
     def mla_decode_kernel(
@@ -373,6 +351,52 @@ def mla_decode_program(h_q: int, dtype: str = "float16", *, split: bool = False,
     return mla_decode_kernel
 
 
+def combine_macro(h_q: int, batch, num_split):
+    """The split-KV combine kernel as a ``T.macro`` (shared by both schedules):
+    ``out = sum_s 2^(lse_s - lse_total) * o_s`` for every (head, sequence).
+
+    One CTA per (head, sequence), 128 threads, 4 output columns each. The weights are computed
+    once in shared memory by one thread per split, so the loop over splits only loads the
+    partial outputs -- and it is unrolled 8 ways, so 8 independent loads are in flight per
+    thread instead of one load's full latency per split.
+    """
+    import tilelang.language as T
+
+    accum = "float32"
+    dv = DIM_NOPE
+
+    @T.macro
+    def combine(lse, o_partial, Output):
+        with T.Kernel(h_q, batch, threads=128) as (hx, bx):
+            lse_s = T.alloc_shared([MAX_SPLIT], accum)
+            w_s = T.alloc_shared([MAX_SPLIT], accum)
+            o = T.alloc_fragment([dv], accum)
+            lse_max = T.alloc_var(accum)
+            total = T.alloc_var(accum)
+            tx = T.get_thread_binding()
+            if tx < MAX_SPLIT:
+                lse_s[tx] = T.if_then_else(tx < num_split, lse[bx, hx, T.min(tx, num_split - 1)],
+                                           -T.infinity(accum))
+            T.sync_threads()
+            lse_max = -T.infinity(accum)
+            for s in T.serial(MAX_SPLIT):
+                lse_max = T.max(lse_max, lse_s[s])
+            total = 0
+            for s in T.serial(MAX_SPLIT):
+                total += T.exp2(lse_s[s] - lse_max)       # empty or absent split: 2^-inf = 0
+            if tx < MAX_SPLIT:
+                w_s[tx] = T.exp2(lse_s[tx] - lse_max) / total
+            T.sync_threads()
+            T.clear(o)
+            for s in T.unroll(num_split, unroll_factor=8):
+                for j in T.Parallel(dv):
+                    o[j] += w_s[s] * o_partial[bx, hx, s, j]
+            for j in T.Parallel(dv):
+                Output[bx, hx, j] = o[j]
+
+    return combine
+
+
 # --------------------------------------------------------------------------------------------
 # building
 # --------------------------------------------------------------------------------------------
@@ -382,6 +406,9 @@ def mla_decode_program(h_q: int, dtype: str = "float16", *, split: bool = False,
 #: sm_86 / sm_89 have at most 99 KiB of shared memory per block, less than Q + one KV block
 #: (152 KiB), so they are refused with a clear error.
 ARCH_STAGES = {"sm_90a": None, "sm_90": 1, "sm_80": 1}
+#: "auto": the program above (TileLang derives the warpgroup split and the producer);
+#: "ws": the hand-written warp-specialized schedule of :mod:`.mla_decode_ws` (sm_90a only).
+SCHEDULES = ("auto", "ws")
 
 
 class UnsupportedArchError(ValueError):
@@ -400,7 +427,12 @@ def _stages_for(arch: str, num_stages: int) -> int:
 
 @functools.lru_cache(maxsize=None)
 def _build(h_q, dtype, split, softmax_scale, block_N, num_stages, defer_sum, reduce_batch, arch,
-           qk_wait):
+           qk_wait, schedule):
+    if schedule == "ws":
+        from .mla_decode_ws import mla_decode_ws_program
+
+        prog = mla_decode_ws_program(h_q, dtype, split=split, softmax_scale=softmax_scale)
+        return runtime.compile_kernel(prog, arch=arch)
     prog = mla_decode_program(h_q, dtype, split=split, softmax_scale=softmax_scale,
                               block_N=block_N, num_stages=_stages_for(arch, num_stages),
                               defer_sum=defer_sum, reduce_batch=reduce_batch,
@@ -408,25 +440,53 @@ def _build(h_q, dtype, split, softmax_scale, block_N, num_stages, defer_sum, red
     return runtime.compile_kernel(prog, arch=arch)
 
 
+def resolve_schedule(schedule: str | None, arch: str | None = None, **knobs) -> str:
+    """The schedule :func:`build_mla_decode` uses: ``schedule`` itself, or for ``None``
+    ``"ws"`` on sm_90a with default tile knobs and ``"auto"`` otherwise."""
+    if schedule is not None:
+        return schedule
+    arch = arch or runtime.current_arch()
+    defaults = {"block_N": 64, "num_stages": 2, "defer_sum": True, "reduce_batch": 2, "qk_wait": None}
+    default_knobs = all(knobs.get(k, v) == v for k, v in defaults.items())
+    return "ws" if arch == "sm_90a" and default_knobs else "auto"
+
+
 def build_mla_decode(h_q: int, dtype: str = "float16", *, split: bool = False,
                      softmax_scale: float | None = None, block_N: int = DEFAULT_CONFIG["block_N"],
                      num_stages: int = DEFAULT_CONFIG["num_stages"], defer_sum: bool = True,
                      reduce_batch: int = 2, qk_wait: str | None = None,
-                     arch: str | None = None):
+                     schedule: str | None = None, arch: str | None = None):
     """Compile (once per configuration and architecture) the MLA decode kernel.
 
     Batch size, cache size, block-table width and ``num_split`` are dynamic, so the cache key is
-    only the configuration: heads, dtype, split or not, scale and the tile knobs.
+    only the configuration: heads, dtype, split or not, scale, schedule and the tile knobs.
+
+    ``schedule``: ``"auto"`` (:func:`mla_decode_program`: TileLang derives the warpgroup split
+    and the producer) or ``"ws"`` (:mod:`.mla_decode_ws`: hand-written warp specialization,
+    sm_90a only, one tile configuration). ``None`` picks ``"ws"`` on sm_90a when the tile knobs
+    are at their defaults -- it measured faster than ``"auto"`` at every benchmark point on
+    the H200 (``results/mla.json`` keeps both) -- and ``"auto"`` otherwise.
     """
     arch = arch or runtime.current_arch()
     _stages_for(arch, num_stages)  # a clear error before any compiling
+    default_knobs = (block_N, num_stages, defer_sum, reduce_batch, qk_wait) == (64, 2, True, 2, None)
+    schedule = resolve_schedule(schedule, arch, block_N=block_N, num_stages=num_stages,
+                                defer_sum=defer_sum, reduce_batch=reduce_batch, qk_wait=qk_wait)
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    if schedule == "ws":
+        if arch != "sm_90a":
+            raise UnsupportedArchError(f"schedule='ws' is written for sm_90a (TMA, wgmma, setmaxnreg), not {arch}")
+        if not default_knobs:
+            raise ValueError("schedule='ws' has one fixed tile configuration; the tile knobs "
+                             "(block_N, num_stages, defer_sum, reduce_batch, qk_wait) belong to schedule='auto'")
     if qk_wait is None:  # the faster schedule where the hardware has asynchronous wgmma
         qk_wait = "single" if arch == "sm_90a" else "each"
     if qk_wait != "each" and arch != "sm_90a":
         raise UnsupportedArchError(f"qk_wait='single' uses asynchronous wgmma: sm_90a only, not {arch}")
     scale = float(softmax_scale) if softmax_scale is not None else default_softmax_scale()
     return _build(int(h_q), str(dtype), bool(split), scale, int(block_N), int(num_stages),
-                  bool(defer_sum), int(reduce_batch), arch, str(qk_wait))
+                  bool(defer_sum), int(reduce_batch), arch, str(qk_wait), schedule)
 
 
 def prebuild(configs, *, arch: str | None = None, workers: int | None = None) -> list:
@@ -435,6 +495,9 @@ def prebuild(configs, *, arch: str | None = None, workers: int | None = None) ->
     threads overlap the ~20-30 s compiles; results land in the same lru_cache."""
     import os
     from concurrent.futures import ThreadPoolExecutor
+
+    import tilelang  # noqa: F401  -- finish importing TileLang (and its TVM) before the threads start
+    import tilelang.language  # noqa: F401
 
     configs = [dict(c) for c in configs]
     workers = workers or max(1, min(len(configs), os.cpu_count() or 1))
@@ -565,6 +628,10 @@ class MLADecodeLaunch:
 
         b, h_q, _ = q_nope.shape
         self.num_split = num_split
+        config = dict(config)
+        knobs = {k: v for k, v in config.items() if k not in ("schedule", "arch")}
+        config["schedule"] = resolve_schedule(config.get("schedule"), config.get("arch"), **knobs)
+        self.schedule = config["schedule"]
         self.kernel = build_mla_decode(h_q, _dtype_name(q_nope), split=num_split > 1,
                                        softmax_scale=softmax_scale, **config)
         dev = q_nope.device

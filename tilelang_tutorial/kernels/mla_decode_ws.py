@@ -1,0 +1,257 @@
+"""MLA decode with a hand-written warp-specialized schedule (sm_90a only).
+
+:mod:`.mla_decode` lets TileLang derive everything: ``GemmWarpPolicy.FullCol`` splits *both*
+matmuls between the two consumer warpgroups, so each computes half of the scores (a 64 x 32
+``wgmma`` reading all of Q from shared memory) and every row max crosses warpgroups through
+shared memory and named barriers. This module writes the schedule by hand instead, with
+different jobs for the three warpgroups of one CTA:
+
+* **score warpgroup** (threads 0-127): the whole ``S = Q K^T`` of a 64-token block
+  (one 64 x 64 ``wgmma`` chain over the 576-wide dot), the online softmax on full rows -- so the
+  row max and row sum are reductions inside a warp, with no cross-warpgroup step -- then it
+  publishes ``P`` and the rescale factor ``alpha`` in shared memory and computes the left half
+  of ``O += P V`` (output columns 0-255);
+* **value warpgroup** (threads 128-255): waits for ``P`` / ``alpha``, rescales and computes the
+  right half of ``O += P V`` (columns 256-511) -- while the score warpgroup already works on the
+  next block's ``Q K^T``;
+* **producer warpgroup** (threads 256-383): looks up each block's page in ``block_table`` and
+  issues its TMA loads into a two-stage ring.
+
+They synchronise on mbarriers, all written in the program (``kv_full`` / ``kv_empty`` per stage,
+``p_full`` / ``p_empty`` for the one ``P`` buffer, ``stats_ready`` for the final row sums), and
+``set_max_nreg`` gives the registers to the warpgroups that hold accumulators.
+
+Per 64-token block this reads Q from shared memory once instead of twice and removes the
+cross-warpgroup reductions; the price is that the schedule (who waits for whom, which parity)
+is now the author's job, not the compiler's. The arguments, the split-KV workspaces and the
+combine kernel are those of :mod:`.mla_decode`, so :func:`.mla_decode.mla_decode` runs either
+schedule (``schedule="ws"`` / ``"auto"``).
+"""
+# NOTE: no `from __future__ import annotations` here: T.prim_func evaluates the annotations.
+
+import math
+
+from .mla_decode import BLOCK_H, DIM_NOPE, DIM_PE, LOG2E, PAGE_SIZE, SUPPORTED_HEADS, \
+    combine_macro, default_softmax_scale
+
+BLOCK_N = PAGE_SIZE     # one page per step: each KV block is one rectangular TMA load
+STAGES = 2              # Q 72 KiB + 2 x KV 72 KiB + P 8 KiB = 224 KiB of shared memory
+THREADS = 384           # score + value + producer warpgroups
+#: registers per thread after ``setmaxnreg`` (sum x 128 threads must fit the 64 K register file)
+REGS_SCORE, REGS_VALUE, REGS_PRODUCER = 240, 200, 64
+
+
+def mla_decode_ws_program(h_q: int, dtype: str = "float16", *, split: bool = False,
+                          softmax_scale: float | None = None, skip_rescale: bool = True):
+    """The hand-scheduled MLA decode ``T.prim_func``; same arguments as
+    :func:`.mla_decode.mla_decode_program` (see there), one tile configuration."""
+    import tilelang  # noqa: F401  (sets up TileLang's TVM before the language module)
+    import tilelang.language as T
+
+    if h_q not in SUPPORTED_HEADS:
+        raise ValueError(f"h_q must be one of {SUPPORTED_HEADS}, got {h_q}")
+    if dtype not in ("float16", "bfloat16"):
+        raise ValueError(f"dtype must be 'float16' or 'bfloat16', got {dtype!r}")
+    assert (REGS_SCORE + REGS_VALUE + REGS_PRODUCER) * 128 <= 65536
+    scale = float((softmax_scale if softmax_scale is not None else default_softmax_scale()) * LOG2E)
+    accum = "float32"
+    dv, dpe, half = DIM_NOPE, DIM_PE, DIM_NOPE // 2
+    valid_h = min(BLOCK_H, h_q)
+    head_blocks = math.ceil(h_q / BLOCK_H)
+    batch = T.dynamic("batch")
+    num_pages = T.dynamic("num_pages")
+    max_pages = T.dynamic("max_pages")
+    num_split = T.dynamic("num_split") if split else 1
+
+    @T.macro
+    def issue_scores(Q_l, Q_r, Q_pe_s, KV_l, KV_r, K_pe_s, acc_s, stage):
+        # S = Q_nope K^T + Q_pe K_pe^T: one 64 x 64 wgmma chain over the 576-wide dot
+        T.wgmma_gemm(Q_l, KV_l[stage, :, :], acc_s, transpose_B=True, clear_accum=True)
+        T.wgmma_gemm(Q_r, KV_r[stage, :, :], acc_s, transpose_B=True)
+        T.wgmma_gemm(Q_pe_s, K_pe_s[stage, :, :], acc_s, transpose_B=True)
+
+    @T.macro
+    def rescale(acc_o, alpha, flag):
+        # O *= alpha row by row -- skipped by a whole warp when none of its 16 rows got a new
+        # maximum (alpha == 1 exactly, so the result is unchanged), which is most blocks once
+        # the running maxima have settled
+        if skip_rescale:
+            flag[0] = 0
+            for i in T.Parallel(BLOCK_H):
+                if alpha[i] != 1:
+                    flag[0] = 1
+            if T.any_sync(flag[0]):
+                for i, j in T.Parallel(BLOCK_H, half):
+                    acc_o[i, j] *= alpha[i]
+        else:
+            for i, j in T.Parallel(BLOCK_H, half):
+                acc_o[i, j] *= alpha[i]
+
+    @T.macro
+    def softmax_and_publish(acc_s, acc_o_l, m_i, m_prev, alpha, l_i, row_sum, alpha_shared, P_shared,
+                            p_full, p_empty, blk_begin, seqlen, rescale_flag, k):
+        tok0 = (blk_begin + k) * BLOCK_N
+        for i, j in T.Parallel(BLOCK_H, BLOCK_N):
+            acc_s[i, j] = T.if_then_else(tok0 + j < seqlen, acc_s[i, j], -T.infinity(accum))
+        # full rows live in this warpgroup: max and sum are warp shuffles only
+        T.copy(m_i, m_prev)
+        T.reduce_max(acc_s, m_i, dim=1, clear=False)
+        for i in T.Parallel(BLOCK_H):
+            alpha[i] = T.exp2((m_prev[i] - m_i[i]) * scale)
+        for i, j in T.Parallel(BLOCK_H, BLOCK_N):
+            acc_s[i, j] = T.exp2(acc_s[i, j] * scale - m_i[i] * scale)
+        T.reduce_sum(acc_s, row_sum, dim=1)
+        for i in T.Parallel(BLOCK_H):
+            l_i[i] = l_i[i] * alpha[i] + row_sum[i]
+        # P and alpha go to shared memory once the value warpgroup has used the last ones
+        if k > 0:
+            T.barrier_wait(p_empty, (k - 1) % 2)
+        T.copy(alpha, alpha_shared)
+        T.copy(acc_s, P_shared)
+        T.fence_proxy_async()
+        T.barrier_arrive(p_full)
+        rescale(acc_o_l, alpha, rescale_flag)
+
+    @T.macro
+    def store_half(acc_o, l, lse_row, col0, is_empty, bx, h0, sp, lse, o_partial, Output, writes_lse):
+        # each consumer normalises and stores its own 256 output columns
+        if split:
+            if writes_lse:
+                for i in T.Parallel(BLOCK_H):
+                    if i < valid_h:
+                        lse[bx, h0 + i, sp] = lse_row[i]
+            for i, j in T.Parallel(BLOCK_H, half):
+                if i < valid_h:
+                    o_partial[bx, h0 + i, sp, col0 + j] = T.if_then_else(is_empty, 0, acc_o[i, j] / l[i])
+        else:
+            for i, j in T.Parallel(BLOCK_H, half):
+                if i < valid_h:
+                    Output[bx, h0 + i, col0 + j] = acc_o[i, j] / l[i]
+
+    @T.macro
+    def attention(Q, Q_pe, KV, K_pe, block_table, cache_seqlens, lse, o_partial, Output):
+        with T.Kernel(head_blocks, num_split, batch, threads=THREADS) as (hb, sp, bx):
+            Q_l = T.alloc_shared([BLOCK_H, half], dtype)
+            Q_r = T.alloc_shared([BLOCK_H, half], dtype)
+            Q_pe_s = T.alloc_shared([BLOCK_H, dpe], dtype)
+            KV_l = T.alloc_shared([STAGES, BLOCK_N, half], dtype)     # keys / values, cols 0-255
+            KV_r = T.alloc_shared([STAGES, BLOCK_N, half], dtype)     # cols 256-511
+            K_pe_s = T.alloc_shared([STAGES, BLOCK_N, dpe], dtype)
+            P_shared = T.alloc_shared([BLOCK_H, BLOCK_N], dtype)
+            alpha_shared = T.alloc_shared([BLOCK_H], accum)
+            l_shared = T.alloc_shared([BLOCK_H], accum)
+
+            acc_s = T.alloc_fragment([BLOCK_H, BLOCK_N], accum)
+            acc_o_l = T.alloc_fragment([BLOCK_H, half], accum)
+            acc_o_r = T.alloc_fragment([BLOCK_H, half], accum)
+            m_i = T.alloc_fragment([BLOCK_H], accum)
+            m_prev = T.alloc_fragment([BLOCK_H], accum)
+            alpha = T.alloc_fragment([BLOCK_H], accum)
+            l_i = T.alloc_fragment([BLOCK_H], accum)
+            row_sum = T.alloc_fragment([BLOCK_H], accum)
+            lse_r = T.alloc_fragment([BLOCK_H], accum)
+            rescale_flag = T.alloc_local([1], "int32")
+            rescale_flag_v = T.alloc_local([1], "int32")
+            alpha_v = T.alloc_fragment([BLOCK_H], accum)    # value warpgroup's copy of alpha
+
+            q_full = T.alloc_barrier(128)                   # producer: Q landed
+            kv_full = T.alloc_barrier([128] * STAGES)       # producer: TMA bytes landed
+            kv_empty = T.alloc_barrier([256] * STAGES)      # both consumers done with the stage
+            p_full = T.alloc_barrier(128)                   # score wg: P and alpha written
+            p_empty = T.alloc_barrier(128)                  # value wg: done reading P and alpha
+            stats_ready = T.alloc_barrier(128)              # score wg: final row sums written
+
+            tx = T.get_thread_binding()
+            seqlen = cache_seqlens[bx]
+            h0 = hb * valid_h
+            # this split's whole blocks (see mla_decode.py: an empty split still runs one step)
+            n_blocks = T.ceildiv(seqlen, BLOCK_N)
+            per_split = T.truncdiv(n_blocks + num_split - 1, num_split)
+            is_empty = sp * per_split >= n_blocks
+            blk_begin = T.min(sp * per_split, n_blocks - 1)
+            n_steps = T.max(T.min(sp * per_split + per_split, n_blocks), blk_begin + 1) - blk_begin
+
+            if tx < 128:
+                # ---------------- score warpgroup: S, softmax, O[:, :256] ----------------
+                T.set_max_nreg(REGS_SCORE, 1)
+                T.fill(acc_o_l, 0)
+                T.fill(m_i, -T.infinity(accum))
+                T.fill(l_i, 0)
+                T.barrier_wait(q_full, 0)
+                for k in T.serial(n_steps):
+                    T.barrier_wait(kv_full[k % STAGES], (k // STAGES) % 2)
+                    issue_scores(Q_l, Q_r, Q_pe_s, KV_l, KV_r, K_pe_s, acc_s, k % STAGES)
+                    T.wait_wgmma(0)
+                    softmax_and_publish(acc_s, acc_o_l, m_i, m_prev, alpha, l_i, row_sum, alpha_shared,
+                                        P_shared, p_full, p_empty, blk_begin, seqlen, rescale_flag, k)
+                    T.gemm(P_shared, KV_l[k % STAGES, :, :], acc_o_l)
+                    # release the stage now: the producer refills it while block k+1 is computed
+                    T.barrier_arrive(kv_empty[k % STAGES])
+                # final row sums for the value warpgroup's normalisation
+                for i in T.Parallel(BLOCK_H):
+                    lse_r[i] = T.if_then_else(is_empty, -T.infinity(accum), T.log2(l_i[i]) + m_i[i] * scale)
+                T.copy(l_i, l_shared)
+                T.barrier_arrive(stats_ready)
+                store_half(acc_o_l, l_i, lse_r, 0, is_empty, bx, h0, sp, lse, o_partial, Output, True)
+            elif tx < 256:
+                # ---------------- value warpgroup: O[:, 256:] ----------------
+                T.set_max_nreg(REGS_VALUE, 1)
+                T.fill(acc_o_r, 0)
+                for k in T.serial(n_steps):
+                    stage = k % STAGES
+                    T.barrier_wait(p_full, k % 2)
+                    T.copy(alpha_shared, alpha_v)       # this warpgroup's rows, in registers
+                    rescale(acc_o_r, alpha_v, rescale_flag_v)
+                    T.gemm(P_shared, KV_r[stage, :, :], acc_o_r)
+                    T.barrier_arrive(p_empty)
+                    T.barrier_arrive(kv_empty[stage])
+                T.barrier_wait(stats_ready, 0)
+                # (l_i is a fragment of the score warpgroup's threads: read the shared copy)
+                store_half(acc_o_r, l_shared, lse_r, half, is_empty, bx, h0, sp, lse, o_partial, Output, False)
+            else:
+                # ---------------- producer warpgroup: paged TMA loads ----------------
+                T.set_max_nreg(REGS_PRODUCER, 0)
+                # Q first (an all-thread T.copy here would be 384 threads on 64 x 256 halves:
+                # not a multiple of the vector width, so scalar loads -- ~35 us per CTA)
+                if valid_h == BLOCK_H:
+                    T.tma_copy(Q[bx, h0:h0 + BLOCK_H, 0:half], Q_l, barrier=q_full)
+                    T.tma_copy(Q[bx, h0:h0 + BLOCK_H, half:dv], Q_r, barrier=q_full)
+                    T.tma_copy(Q_pe[bx, h0:h0 + BLOCK_H, :], Q_pe_s, barrier=q_full)
+                else:
+                    # h_q = 16 / 32: the tile still has 64 rows (wgmma M); zero the padding rows
+                    for i, j in T.Parallel(BLOCK_H, half):
+                        Q_l[i, j] = T.if_then_else(i < valid_h, Q[bx, T.min(i, valid_h - 1), j], 0)
+                    for i, j in T.Parallel(BLOCK_H, half):
+                        Q_r[i, j] = T.if_then_else(i < valid_h, Q[bx, T.min(i, valid_h - 1), half + j], 0)
+                    for i, j in T.Parallel(BLOCK_H, dpe):
+                        Q_pe_s[i, j] = T.if_then_else(i < valid_h, Q_pe[bx, T.min(i, valid_h - 1), j], 0)
+                    T.fence_proxy_async()   # generic-proxy stores, read by wgmma (async proxy)
+                T.barrier_arrive(q_full)
+                for k in T.serial(n_steps):
+                    stage = k % STAGES
+                    T.barrier_wait(kv_empty[stage], 1 - (k // STAGES) % 2)   # first pass: no wait
+                    row0 = block_table[bx, blk_begin + k] * PAGE_SIZE
+                    T.tma_copy(KV[row0:row0 + BLOCK_N, 0:half], KV_l[stage, :, :], barrier=kv_full[stage])
+                    T.tma_copy(KV[row0:row0 + BLOCK_N, half:dv], KV_r[stage, :, :], barrier=kv_full[stage])
+                    T.tma_copy(K_pe[row0:row0 + BLOCK_N, :], K_pe_s[stage, :, :], barrier=kv_full[stage])
+                    T.barrier_arrive(kv_full[stage])
+
+    combine = combine_macro(h_q, batch, num_split)
+
+    @T.prim_func
+    def mla_decode_ws_kernel(
+        Q: T.Tensor([batch, h_q, dv], dtype),
+        Q_pe: T.Tensor([batch, h_q, dpe], dtype),
+        KV: T.Tensor([num_pages * PAGE_SIZE, dv], dtype),
+        K_pe: T.Tensor([num_pages * PAGE_SIZE, dpe], dtype),
+        block_table: T.Tensor([batch, max_pages], "int32"),
+        cache_seqlens: T.Tensor([batch], "int32"),
+        lse: T.Tensor([batch, h_q, num_split], accum),
+        o_partial: T.Tensor([batch, h_q, num_split, dv], accum),
+        Output: T.Tensor([batch, h_q, dv], dtype),
+    ):
+        attention(Q, Q_pe, KV, K_pe, block_table, cache_seqlens, lse, o_partial, Output)
+        if split:
+            combine(lse, o_partial, Output)
+
+    return mla_decode_ws_kernel
