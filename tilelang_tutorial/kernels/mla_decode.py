@@ -69,6 +69,14 @@ The Hopper design (one CTA = one sequence x 64 query heads x one KV split)
 Shared memory per CTA (fp16/bf16, block_N = 64, 2 stages): Q 64x576 (72 KiB) + 2 x KV 64x576
 (144 KiB) + S 64x64 (8 KiB) = 224 KiB of the 227 KiB Hopper allows, which is why the KV block
 cannot simply be made larger: block_N = 128 would need 288 KiB for two stages.
+
+A second schedule
+-----------------
+:mod:`.mla_decode_ws` computes the same thing with the warp specialization written by hand (a
+score warpgroup that owns whole rows of S, a value warpgroup, a producer, and the program's own
+mbarriers). :func:`build_mla_decode` uses it by default on sm_90a; this module's program is the
+one notebook 04 takes apart, and the portable one (sm_80 / sm_90 builds). Both share the inputs,
+the split-KV workspaces, :func:`choose_num_split` and the combine kernel (:func:`combine_macro`).
 """
 # NOTE: no `from __future__ import annotations` here: T.prim_func evaluates the annotations.
 
@@ -357,7 +365,7 @@ def combine_macro(h_q: int, batch, num_split):
 
     One CTA per (head, sequence), 128 threads, 4 output columns each. The weights are computed
     once in shared memory by one thread per split, so the loop over splits only loads the
-    partial outputs -- and it is unrolled 8 ways, so 8 independent loads are in flight per
+    partial outputs -- and it is unrolled 16 ways, so 16 independent loads are in flight per
     thread instead of one load's full latency per split.
     """
     import tilelang.language as T
@@ -388,7 +396,7 @@ def combine_macro(h_q: int, batch, num_split):
                 w_s[tx] = T.exp2(lse_s[tx] - lse_max) / total
             T.sync_threads()
             T.clear(o)
-            for s in T.unroll(num_split, unroll_factor=8):
+            for s in T.unroll(num_split, unroll_factor=16):
                 for j in T.Parallel(dv):
                     o[j] += w_s[s] * o_partial[bx, hx, s, j]
             for j in T.Parallel(dv):

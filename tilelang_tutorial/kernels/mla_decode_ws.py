@@ -17,15 +17,28 @@ different jobs for the three warpgroups of one CTA:
 * **producer warpgroup** (threads 256-383): looks up each block's page in ``block_table`` and
   issues its TMA loads into a two-stage ring.
 
-They synchronise on mbarriers, all written in the program (``kv_full`` / ``kv_empty`` per stage,
-``p_full`` / ``p_empty`` for the one ``P`` buffer, ``stats_ready`` for the final row sums), and
-``set_max_nreg`` gives the registers to the warpgroups that hold accumulators.
+They synchronise on mbarriers, all written in the program (``q_full``, ``kv_full`` / ``kv_empty``
+per stage, ``p_full`` / ``p_empty`` for the one ``P`` buffer, ``stats_ready`` for the final row
+sums), and ``set_max_nreg`` gives the registers to the warpgroups that hold accumulators.
 
 Per 64-token block this reads Q from shared memory once instead of twice and removes the
 cross-warpgroup reductions; the price is that the schedule (who waits for whom, which parity)
 is now the author's job, not the compiler's. The arguments, the split-KV workspaces and the
-combine kernel are those of :mod:`.mla_decode`, so :func:`.mla_decode.mla_decode` runs either
-schedule (``schedule="ws"`` / ``"auto"``).
+combine kernel (``combine_macro``) are those of :mod:`.mla_decode`, so
+:func:`.mla_decode.mla_decode` runs either schedule (``schedule="ws"`` / ``"auto"``).
+
+Details that mattered on the H200 (``benchmarks.mla.sweep``, fp16, b = 64, kv = 8192):
+
+* Q is loaded by the producer with TMA. A plain ``T.copy`` by all 384 threads lowered to scalar
+  loads (64 x 256 halves are not a multiple of 384 x the vector width) and cost tens of
+  microseconds per CTA in the profiler.
+* A stage is released (``kv_empty``) as soon as both halves of its ``P V`` are done, so the
+  producer stays two blocks ahead. Issuing ``Q K^T`` of block k+1 right behind ``P V`` of block k
+  measured slower: only two stages fit, and the loads then arrive late.
+* ``skip_rescale``: a warp skips ``O *= alpha`` when none of its rows got a new maximum
+  (``alpha == 1`` exactly, so the result is unchanged) -- a vote with ``T.any_sync``.
+* Only a sequence's last block is masked, and the output is scaled by one reciprocal per row
+  instead of an IEEE division per element.
 """
 # NOTE: no `from __future__ import annotations` here: T.prim_func evaluates the annotations.
 
@@ -73,8 +86,8 @@ def mla_decode_ws_program(h_q: int, dtype: str = "float16", *, split: bool = Fal
     @T.macro
     def rescale(acc_o, alpha, flag):
         # O *= alpha row by row -- skipped by a whole warp when none of its 16 rows got a new
-        # maximum (alpha == 1 exactly, so the result is unchanged), which is most blocks once
-        # the running maxima have settled
+        # maximum (alpha == 1 exactly, so the result is unchanged), which gets more common as
+        # the running maxima settle over a long sequence
         if skip_rescale:
             flag[0] = 0
             for i in T.Parallel(BLOCK_H):
@@ -91,8 +104,9 @@ def mla_decode_ws_program(h_q: int, dtype: str = "float16", *, split: bool = Fal
     def softmax_and_publish(acc_s, acc_o_l, m_i, m_prev, alpha, l_i, row_sum, alpha_shared, P_shared,
                             p_full, p_empty, blk_begin, seqlen, rescale_flag, k):
         tok0 = (blk_begin + k) * BLOCK_N
-        for i, j in T.Parallel(BLOCK_H, BLOCK_N):
-            acc_s[i, j] = T.if_then_else(tok0 + j < seqlen, acc_s[i, j], -T.infinity(accum))
+        if tok0 + BLOCK_N > seqlen:      # only a sequence's last block has tokens past its end
+            for i, j in T.Parallel(BLOCK_H, BLOCK_N):
+                acc_s[i, j] = T.if_then_else(tok0 + j < seqlen, acc_s[i, j], -T.infinity(accum))
         # full rows live in this warpgroup: max and sum are warp shuffles only
         T.copy(m_i, m_prev)
         T.reduce_max(acc_s, m_i, dim=1, clear=False)
@@ -113,8 +127,9 @@ def mla_decode_ws_program(h_q: int, dtype: str = "float16", *, split: bool = Fal
         rescale(acc_o_l, alpha, rescale_flag)
 
     @T.macro
-    def store_half(acc_o, l, lse_row, col0, is_empty, bx, h0, sp, lse, o_partial, Output, writes_lse):
-        # each consumer normalises and stores its own 256 output columns
+    def store_half(acc_o, inv_l, lse_row, col0, is_empty, bx, h0, sp, lse, o_partial, Output, writes_lse):
+        # each consumer normalises (one reciprocal per row, not an IEEE division per element)
+        # and stores its own 256 output columns
         if split:
             if writes_lse:
                 for i in T.Parallel(BLOCK_H):
@@ -122,11 +137,11 @@ def mla_decode_ws_program(h_q: int, dtype: str = "float16", *, split: bool = Fal
                         lse[bx, h0 + i, sp] = lse_row[i]
             for i, j in T.Parallel(BLOCK_H, half):
                 if i < valid_h:
-                    o_partial[bx, h0 + i, sp, col0 + j] = T.if_then_else(is_empty, 0, acc_o[i, j] / l[i])
+                    o_partial[bx, h0 + i, sp, col0 + j] = T.if_then_else(is_empty, 0, acc_o[i, j] * inv_l[i])
         else:
             for i, j in T.Parallel(BLOCK_H, half):
                 if i < valid_h:
-                    Output[bx, h0 + i, col0 + j] = acc_o[i, j] / l[i]
+                    Output[bx, h0 + i, col0 + j] = acc_o[i, j] * inv_l[i]
 
     @T.macro
     def attention(Q, Q_pe, KV, K_pe, block_table, cache_seqlens, lse, o_partial, Output):
@@ -139,7 +154,7 @@ def mla_decode_ws_program(h_q: int, dtype: str = "float16", *, split: bool = Fal
             K_pe_s = T.alloc_shared([STAGES, BLOCK_N, dpe], dtype)
             P_shared = T.alloc_shared([BLOCK_H, BLOCK_N], dtype)
             alpha_shared = T.alloc_shared([BLOCK_H], accum)
-            l_shared = T.alloc_shared([BLOCK_H], accum)
+            l_shared = T.alloc_shared([BLOCK_H], accum)     # 1 / row sums, for the value warpgroup
 
             acc_s = T.alloc_fragment([BLOCK_H, BLOCK_N], accum)
             acc_o_l = T.alloc_fragment([BLOCK_H, half], accum)
@@ -153,6 +168,8 @@ def mla_decode_ws_program(h_q: int, dtype: str = "float16", *, split: bool = Fal
             rescale_flag = T.alloc_local([1], "int32")
             rescale_flag_v = T.alloc_local([1], "int32")
             alpha_v = T.alloc_fragment([BLOCK_H], accum)    # value warpgroup's copy of alpha
+            inv_l = T.alloc_fragment([BLOCK_H], accum)      # 1 / softmax denominator
+            inv_l_v = T.alloc_fragment([BLOCK_H], accum)    # value warpgroup's copy
 
             q_full = T.alloc_barrier(128)                   # producer: Q landed
             kv_full = T.alloc_barrier([128] * STAGES)       # producer: TMA bytes landed
@@ -190,9 +207,11 @@ def mla_decode_ws_program(h_q: int, dtype: str = "float16", *, split: bool = Fal
                 # final row sums for the value warpgroup's normalisation
                 for i in T.Parallel(BLOCK_H):
                     lse_r[i] = T.if_then_else(is_empty, -T.infinity(accum), T.log2(l_i[i]) + m_i[i] * scale)
-                T.copy(l_i, l_shared)
+                for i in T.Parallel(BLOCK_H):
+                    inv_l[i] = 1 / l_i[i]
+                T.copy(inv_l, l_shared)
                 T.barrier_arrive(stats_ready)
-                store_half(acc_o_l, l_i, lse_r, 0, is_empty, bx, h0, sp, lse, o_partial, Output, True)
+                store_half(acc_o_l, inv_l, lse_r, 0, is_empty, bx, h0, sp, lse, o_partial, Output, True)
             elif tx < 256:
                 # ---------------- value warpgroup: O[:, 256:] ----------------
                 T.set_max_nreg(REGS_VALUE, 1)
@@ -206,8 +225,8 @@ def mla_decode_ws_program(h_q: int, dtype: str = "float16", *, split: bool = Fal
                     T.barrier_arrive(p_empty)
                     T.barrier_arrive(kv_empty[stage])
                 T.barrier_wait(stats_ready, 0)
-                # (l_i is a fragment of the score warpgroup's threads: read the shared copy)
-                store_half(acc_o_r, l_shared, lse_r, half, is_empty, bx, h0, sp, lse, o_partial, Output, False)
+                T.copy(l_shared, inv_l_v)   # (inv_l lives in the score warpgroup's registers)
+                store_half(acc_o_r, inv_l_v, lse_r, half, is_empty, bx, h0, sp, lse, o_partial, Output, False)
             else:
                 # ---------------- producer warpgroup: paged TMA loads ----------------
                 T.set_max_nreg(REGS_PRODUCER, 0)
