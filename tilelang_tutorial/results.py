@@ -33,6 +33,12 @@ class ResultsSchemaError(ValueError):
     """A results file or record that does not follow the documented schema."""
 
 
+#: ``kernel_module`` may name several files joined by this separator -- a kernel module first,
+#: then the modules it builds on -- and the hash then covers all of them, so a change in a
+#: shared helper makes the records that used it stale too.
+MODULE_SEP = "+"
+
+
 def module_path(kernel_module: str) -> Path:
     """``tilelang_tutorial/kernels/gemm_relu.py`` (repo-relative) -> absolute path."""
     path = (REPO_ROOT / kernel_module).resolve()
@@ -42,18 +48,20 @@ def module_path(kernel_module: str) -> Path:
 
 
 def source_sha256(kernel_module: str) -> str:
-    """Hash of a kernel module's text: what a record was measured with."""
-    text = module_path(kernel_module).read_text(encoding="utf-8")
+    """Hash of a kernel module's text (of the texts, in order, for ``a.py+b.py``): what a record
+    was measured with."""
+    texts = [module_path(m).read_text(encoding="utf-8") for m in kernel_module.split(MODULE_SEP)]
     # Normalise line endings so a checkout on Windows does not make every record stale.
-    return hashlib.sha256(text.replace("\r\n", "\n").encode("utf-8")).hexdigest()
+    return hashlib.sha256("\0".join(t.replace("\r\n", "\n") for t in texts).encode("utf-8")).hexdigest()
 
 
-def module_of(obj: Any) -> str:
-    """Repo-relative path of the module that defines ``obj`` (a function or a module)."""
+def module_of(*objs: Any) -> str:
+    """Repo-relative path of the module that defines ``obj`` (a function or a module); for several
+    objects, their modules joined by :data:`MODULE_SEP`."""
     import inspect
 
-    path = Path(inspect.getsourcefile(obj)).resolve()
-    return path.relative_to(REPO_ROOT).as_posix()
+    paths = [Path(inspect.getsourcefile(o)).resolve().relative_to(REPO_ROOT).as_posix() for o in objs]
+    return MODULE_SEP.join(dict.fromkeys(paths))
 
 
 def provenance(command: str) -> dict[str, Any]:
