@@ -204,17 +204,24 @@ def test_sm90a_structure(hopper_source):
 
 
 # ------------------------------------------------------------------------------------------------
-# the hand-written warp-specialized schedule (schedule="ws", the sm_90a default)
+# the hand-written warp-specialized schedules ("ws", and "seesaw", the sm_90a default)
 # ------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def ws_source():
     with runtime.arch_override("sm_90a"):
-        kernel = M.build_mla_decode(128, "float16", split=True)     # None -> "ws" on sm_90a
+        kernel = M.build_mla_decode(128, "float16", split=True, schedule="ws")
     return kernel.get_kernel_source()
 
 
-def test_default_schedule_on_sm90a_is_ws():
-    assert M.resolve_schedule(None, "sm_90a") == "ws"
+@pytest.fixture(scope="module")
+def seesaw_source():
+    with runtime.arch_override("sm_90a"):
+        kernel = M.build_mla_decode(128, "float16", split=True)     # None -> "seesaw" on sm_90a
+    return kernel.get_kernel_source()
+
+
+def test_default_schedule_on_sm90a_is_seesaw():
+    assert M.resolve_schedule(None, "sm_90a") == "seesaw" == M.DEFAULT_SM90A_SCHEDULE
     assert M.resolve_schedule(None, "sm_90a", block_N=32) == "auto"   # tile knobs are auto's
     assert M.resolve_schedule(None, "sm_80") == "auto"
     assert M.resolve_schedule("auto", "sm_90a") == "auto"
@@ -240,13 +247,35 @@ def test_ws_structure(ws_source):
     assert src.count("__global__ void __launch_bounds__") == 2     # attention + combine
 
 
-def test_ws_schedule_validation():
+def test_seesaw_structure(seesaw_source):
+    src = seesaw_source
+    from tilelang_tutorial.kernels import mla_decode_seesaw as S
+    assert "__launch_bounds__(384, 1)" in src
+    # two consumer warpgroups with the same budget, one producer
+    assert src.count(f"warpgroup_reg_alloc<{S.REGS_CONSUMER}>") == 2
+    assert f"warpgroup_reg_dealloc<{S.REGS_PRODUCER}>" in src
+    shapes = set(re.findall(r"wgmma_ss<[^>]*?, (\d+), (\d+), (\d+), (?:false|true)", src))
+    assert shapes == {("64", "64", "16"), ("64", "256", "16")}
+    # both warpgroups compute whole 64 x 64 score tiles, each with its own accumulator
+    assert re.search(r"float acc_s0\[32\];", src) and re.search(r"float acc_s1\[32\];", src)
+    assert "AllReduce<tl::MaxOp, 4," in src and "AllReduce<tl::MaxOp, 256" not in src
+    # each waits for the other's P and max; KV halves arrive on their own barriers
+    assert "p_full[0].wait(" in src and "p_full[1].wait(" in src
+    assert "tma_load(KV_desc, full_l[" in src and "tma_load(K_pe_desc, full_r[" in src
+    # the score wgmma chain is left running while the other block's max is adopted
+    assert "wait_wgmma<1>" in src
+    assert "__any_sync" in src
+    assert src.count("__global__ void __launch_bounds__") == 2     # attention + combine
+
+
+def test_hand_written_schedule_validation():
     with pytest.raises(ValueError, match="schedule"):
-        M.build_mla_decode(128, schedule="seesaw", arch="sm_90a")
-    with pytest.raises(M.UnsupportedArchError, match="sm_90a"):
-        M.build_mla_decode(128, schedule="ws", arch="sm_80")
-    with pytest.raises(ValueError, match="tile knobs"):
-        M.build_mla_decode(128, schedule="ws", block_N=32, arch="sm_90a")
+        M.build_mla_decode(128, schedule="seesaw2", arch="sm_90a")
+    for schedule in M.HAND_WRITTEN:
+        with pytest.raises(M.UnsupportedArchError, match="sm_90a"):
+            M.build_mla_decode(128, schedule=schedule, arch="sm_80")
+        with pytest.raises(ValueError, match="tile knobs"):
+            M.build_mla_decode(128, schedule=schedule, block_N=32, arch="sm_90a")
 
 
 #: The two Q K^T wait schedules (``build_mla_decode(qk_wait=...)``);

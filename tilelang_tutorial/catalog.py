@@ -67,6 +67,7 @@ ENTRIES = [
     Entry("rmsnorm_silu/C=96", PORTABLE, _rmsnorm(96)),
     Entry("mla_decode/h128", HOPPER, _mla("auto")),
     Entry("mla_decode_ws/h128", HOPPER, _mla("ws")),
+    Entry("mla_decode_seesaw/h128", HOPPER, _mla("seesaw")),
 ]
 
 
@@ -117,6 +118,7 @@ NOTEBOOK_BUILDS = [
     NotebookBuild("03", "annotated_copy (swizzled)", None, _annotated_copy(True)),
     NotebookBuild("04", "mla_decode/h128", "sm_90a", _mla("auto")),
     NotebookBuild("04", "mla_decode_ws/h128", "sm_90a", _mla("ws")),
+    NotebookBuild("04", "mla_decode_seesaw/h128", "sm_90a", _mla("seesaw")),
     NotebookBuild("05", "rmsnorm_silu naive C=256", "sm_90a", _rmsnorm_naive(256)),
     NotebookBuild("05", "rmsnorm_silu naive C=96", "sm_90a", _rmsnorm_naive(96)),
     NotebookBuild("05", "rmsnorm_silu naive C=160", "sm_90a", _rmsnorm_naive(160)),

@@ -9,9 +9,10 @@ shuffled page table, checks each implementation against the fp32 reference, and 
 * memory-bound points (h_q = 16): TB/s with bytes = KV read (576 * 2 bytes per token) + q + o,
   compared with the measured device copy bandwidth.
 
-Each point is measured with both TileLang schedules (``schedule="ws"``, the hand-written
-warp specialization that is the default on sm_90a, and ``schedule="auto"``, the kernel notebook
-04 derives), one record each, with the same peers.
+Each point is measured with every TileLang schedule (the default on sm_90a first:
+``"seesaw"``, then the hand-written ``"ws"`` and ``"auto"``, the kernel notebook 04 derives),
+one record each, with the same peers. A record hashes its schedule's module together with the
+modules it builds on (:func:`schedule_modules`).
 
 ``sweep()`` prints (does not record) the tile knobs' effect at one shape.
 """
@@ -22,6 +23,7 @@ import time
 
 from .. import checks, results, runtime, timing
 from ..kernels import mla_decode as K
+from ..kernels import mla_decode_seesaw as KSS
 from ..kernels import mla_decode_ws as KWS
 from ..kernels import mla_decode_triton as KT
 from ..mla_emulation import make_paged_inputs
@@ -89,8 +91,16 @@ def _check(out, idx, ref, dtype):
 
 
 def schedules_measured() -> list[str]:
-    """The TileLang schedules each point is measured with: the default here, then "auto"."""
-    return list(dict.fromkeys([K.resolve_schedule(None), "auto"]))
+    """The TileLang schedules each point is measured with: the default here, then the others
+    that build here (the hand-written ones need sm_90a)."""
+    here = K.SCHEDULES if runtime.current_arch() == "sm_90a" else ("auto",)
+    return list(dict.fromkeys([K.resolve_schedule(None), *here]))
+
+
+def schedule_modules(schedule: str) -> str:
+    """A record's ``kernel_module``: the schedule's module, then the ones it imports from."""
+    return {"seesaw": results.module_of(KSS, KWS, K), "ws": results.module_of(KWS, K)}.get(
+        schedule, results.module_of(K))
 
 
 def _measure_point(*, b, h_q, seqlens, dtype, num_split, ceilings, prov, memory_bound, label,
@@ -161,7 +171,7 @@ def _measure_point(*, b, h_q, seqlens, dtype, num_split, ceilings, prov, memory_
         value = (nbytes if memory_bound else flops) / (tl_ms * 1e-3) / 1e12
         rec = results.make_record(
             suite=SUITE, kernel="mla_decode",
-            kernel_module=results.module_of(KWS if schedule == "ws" else K),
+            kernel_module=schedule_modules(schedule),
             config={"num_split": num_split, "auto_split": auto, "schedule": schedule,
                     "block_N": config.get("block_N", 64), "num_stages": config.get("num_stages", 2),
                     "label": label, "softmax_scale": K.default_softmax_scale()},

@@ -70,18 +70,26 @@ Shared memory per CTA (fp16/bf16, block_N = 64, 2 stages): Q 64x576 (72 KiB) + 2
 (144 KiB) + S 64x64 (8 KiB) = 224 KiB of the 227 KiB Hopper allows, which is why the KV block
 cannot simply be made larger: block_N = 128 would need 288 KiB for two stages.
 
-A second schedule
------------------
-:mod:`.mla_decode_ws` computes the same thing with the warp specialization written by hand (a
-score warpgroup that owns whole rows of S, a value warpgroup, a producer, and the program's own
-mbarriers). :func:`build_mla_decode` uses it by default on sm_90a; this module's program is the
-one notebook 04 takes apart, and the portable one (sm_80 / sm_90 builds). Both share the inputs,
-the split-KV workspaces, :func:`choose_num_split` and the combine kernel (:func:`combine_macro`).
+Hand-written schedules
+----------------------
+Two more modules compute the same thing with the warp specialization written by hand (roles,
+the program's own mbarriers, ``setmaxnreg``), sm_90a only:
+
+* :mod:`.mla_decode_ws`: a score warpgroup that owns whole rows of S, a value warpgroup, a
+  producer;
+* :mod:`.mla_decode_seesaw`: both consumer warpgroups score, alternate blocks, so one's softmax
+  overlaps the other's matmuls -- :func:`build_mla_decode`'s default on sm_90a.
+
+This module's program is the one notebook 04 takes apart, and the portable one (sm_80 / sm_90
+builds). All share the inputs, the split-KV workspaces, :func:`choose_num_split`, the split
+ranges (:func:`split_range_macro`), the kernel signature (:func:`decode_prim_func`) and the
+combine kernel (:func:`combine_macro`).
 """
 # NOTE: no `from __future__ import annotations` here: T.prim_func evaluates the annotations.
 
 import functools
 import math
+import threading
 
 from .. import runtime
 
@@ -212,6 +220,8 @@ def mla_decode_program(h_q: int, dtype: str = "float16", *, split: bool = False,
     max_pages = T.dynamic("max_pages")
     num_split = T.dynamic("num_split") if split else 1
 
+    split_range = split_range_macro(num_split, block_N)
+
     @T.macro
     def attention(Q, Q_pe, KV, K_pe, block_table, cache_seqlens, lse, o_partial, Output):
         # Grid order (head block, split, sequence): the CTAs that read the same KV blocks --
@@ -242,17 +252,8 @@ def mla_decode_program(h_q: int, dtype: str = "float16", *, split: bool = False,
 
             seqlen = cache_seqlens[bx]
             h0 = hb * valid_h
-            # This split's share of the sequence's KV blocks, in whole blocks, so only the
-            # sequence's last block can be partial. A split whose share is empty (a sequence
-            # shorter than num_split blocks) still runs one step on the last block -- so its
-            # TMA loads are waited for before the CTA exits -- and then reports itself empty.
-            n_blocks = T.ceildiv(seqlen, block_N)
-            # truncdiv: both operands are positive; plain C division keeps the producer's index
-            # math small (it runs with 24 registers after setmaxnreg)
-            per_split = T.truncdiv(n_blocks + num_split - 1, num_split)
-            is_empty = sp * per_split >= n_blocks
-            blk_begin = T.min(sp * per_split, n_blocks - 1)
-            blk_end = T.max(T.min(sp * per_split + per_split, n_blocks), blk_begin + 1)
+            # this split's share of the sequence's KV blocks (see split_range_macro)
+            is_empty, blk_begin, n_steps = split_range(seqlen, sp)
 
             if valid_h == BLOCK_H:
                 T.copy(Q[bx, h0:h0 + BLOCK_H, :], Q_shared)          # TMA
@@ -270,7 +271,7 @@ def mla_decode_program(h_q: int, dtype: str = "float16", *, split: bool = False,
             else:
                 T.fill(l_i, 0)
 
-            for k in T.Pipelined(blk_end - blk_begin, num_stages=num_stages):
+            for k in T.Pipelined(n_steps, num_stages=num_stages):
                 tok0 = (blk_begin + k) * block_N
                 row0 = block_table[bx, tok0 // PAGE_SIZE] * PAGE_SIZE + tok0 % PAGE_SIZE
                 T.copy(KV[row0:row0 + block_N, :], KV_shared)
@@ -338,6 +339,44 @@ def mla_decode_program(h_q: int, dtype: str = "float16", *, split: bool = False,
                     if i < valid_h:
                         Output[bx, i, j] = acc_o[i, j] / l_i[i]
 
+    return decode_prim_func(attention, h_q=h_q, dtype=dtype, split=split, batch=batch,
+                            num_pages=num_pages, max_pages=max_pages, num_split=num_split)
+
+
+def split_range_macro(num_split, block_N: int):
+    """``split_range(seqlen, sp) -> (is_empty, blk_begin, n_steps)`` as a ``T.macro`` (shared by
+    all schedules): split ``sp``'s share of a sequence's KV blocks, in whole blocks, so only the
+    sequence's last block can be partial.
+
+    A split whose share is empty (a sequence shorter than ``num_split`` blocks) still runs one
+    step on the last block -- so its TMA loads are waited for before the CTA exits -- and
+    reports itself empty (it then writes lse = -inf, which the combine weighs by 0).
+    """
+    import tilelang.language as T
+
+    @T.macro
+    def split_range(seqlen, sp):
+        n_blocks = T.ceildiv(seqlen, block_N)
+        # truncdiv: both operands are positive; plain C division keeps the producer's index
+        # math small (it runs with few registers after setmaxnreg)
+        per_split = T.truncdiv(n_blocks + num_split - 1, num_split)
+        is_empty = sp * per_split >= n_blocks
+        blk_begin = T.min(sp * per_split, n_blocks - 1)
+        n_steps = T.max(T.min(sp * per_split + per_split, n_blocks), blk_begin + 1) - blk_begin
+        return is_empty, blk_begin, n_steps
+
+    return split_range
+
+
+def decode_prim_func(attention, *, h_q: int, dtype: str, split: bool, batch, num_pages, max_pages,
+                     num_split):
+    """The kernel's ``T.prim_func`` around a schedule's ``attention`` macro (shared by all
+    schedules): the arguments documented in :func:`mla_decode_program`, then the combine kernel
+    (:func:`combine_macro`) when ``split``."""
+    import tilelang.language as T
+
+    accum = "float32"
+    dv, dpe = DIM_NOPE, DIM_PE
     combine = combine_macro(h_q, batch, num_split)
 
     @T.prim_func
@@ -415,8 +454,14 @@ def combine_macro(h_q: int, batch, num_split):
 #: (152 KiB), so they are refused with a clear error.
 ARCH_STAGES = {"sm_90a": None, "sm_90": 1, "sm_80": 1}
 #: "auto": the program above (TileLang derives the warpgroup split and the producer);
-#: "ws": the hand-written warp-specialized schedule of :mod:`.mla_decode_ws` (sm_90a only).
-SCHEDULES = ("auto", "ws")
+#: "ws": hand-written warp specialization, a score and a value warpgroup (:mod:`.mla_decode_ws`);
+#: "seesaw": hand-written, both warpgroups score alternate blocks (:mod:`.mla_decode_seesaw`).
+SCHEDULES = ("auto", "ws", "seesaw")
+#: the hand-written schedules: sm_90a only, one tile configuration each
+HAND_WRITTEN = ("ws", "seesaw")
+#: what ``schedule=None`` means on sm_90a with the default tile knobs (fastest on the H200 at
+#: the b = 128 points, level elsewhere: see results/mla.json, which keeps all three)
+DEFAULT_SM90A_SCHEDULE = "seesaw"
 
 
 class UnsupportedArchError(ValueError):
@@ -433,30 +478,44 @@ def _stages_for(arch: str, num_stages: int) -> int:
     return num_stages if cap is None else min(num_stages, cap)
 
 
+#: TileLang's eager builder is not safe to run from several threads on one Python function
+#: (``prebuild`` builds many configurations at once, and every schedule's program goes through
+#: :func:`decode_prim_func`): the programs are built one at a time, the slow part -- lowering
+#: and nvcc -- still runs in parallel.
+_PROGRAM_LOCK = threading.Lock()
+
+
+def _program(h_q, dtype, split, softmax_scale, block_N, num_stages, defer_sum, reduce_batch, arch,
+             qk_wait, schedule):
+    if schedule in HAND_WRITTEN:   # mla_decode_<schedule>.py: mla_decode_<schedule>_program
+        import importlib
+
+        module = importlib.import_module(f"{__package__}.mla_decode_{schedule}")
+        program = getattr(module, f"mla_decode_{schedule}_program")
+        return program(h_q, dtype, split=split, softmax_scale=softmax_scale)
+    return mla_decode_program(h_q, dtype, split=split, softmax_scale=softmax_scale,
+                              block_N=block_N, num_stages=_stages_for(arch, num_stages),
+                              defer_sum=defer_sum, reduce_batch=reduce_batch, qk_wait=qk_wait)
+
+
 @functools.lru_cache(maxsize=None)
 def _build(h_q, dtype, split, softmax_scale, block_N, num_stages, defer_sum, reduce_batch, arch,
            qk_wait, schedule):
-    if schedule == "ws":
-        from .mla_decode_ws import mla_decode_ws_program
-
-        prog = mla_decode_ws_program(h_q, dtype, split=split, softmax_scale=softmax_scale)
-        return runtime.compile_kernel(prog, arch=arch)
-    prog = mla_decode_program(h_q, dtype, split=split, softmax_scale=softmax_scale,
-                              block_N=block_N, num_stages=_stages_for(arch, num_stages),
-                              defer_sum=defer_sum, reduce_batch=reduce_batch,
-                              qk_wait=qk_wait)
+    with _PROGRAM_LOCK:
+        prog = _program(h_q, dtype, split, softmax_scale, block_N, num_stages, defer_sum,
+                        reduce_batch, arch, qk_wait, schedule)
     return runtime.compile_kernel(prog, arch=arch)
 
 
 def resolve_schedule(schedule: str | None, arch: str | None = None, **knobs) -> str:
     """The schedule :func:`build_mla_decode` uses: ``schedule`` itself, or for ``None``
-    ``"ws"`` on sm_90a with default tile knobs and ``"auto"`` otherwise."""
+    :data:`DEFAULT_SM90A_SCHEDULE` on sm_90a with default tile knobs and ``"auto"`` otherwise."""
     if schedule is not None:
         return schedule
     arch = arch or runtime.current_arch()
     defaults = {"block_N": 64, "num_stages": 2, "defer_sum": True, "reduce_batch": 2, "qk_wait": None}
     default_knobs = all(knobs.get(k, v) == v for k, v in defaults.items())
-    return "ws" if arch == "sm_90a" and default_knobs else "auto"
+    return DEFAULT_SM90A_SCHEDULE if arch == "sm_90a" and default_knobs else "auto"
 
 
 def build_mla_decode(h_q: int, dtype: str = "float16", *, split: bool = False,
@@ -470,10 +529,10 @@ def build_mla_decode(h_q: int, dtype: str = "float16", *, split: bool = False,
     only the configuration: heads, dtype, split or not, scale, schedule and the tile knobs.
 
     ``schedule``: ``"auto"`` (:func:`mla_decode_program`: TileLang derives the warpgroup split
-    and the producer) or ``"ws"`` (:mod:`.mla_decode_ws`: hand-written warp specialization,
-    sm_90a only, one tile configuration). ``None`` picks ``"ws"`` on sm_90a when the tile knobs
-    are at their defaults -- it measured faster than ``"auto"`` at every benchmark point on
-    the H200 (``results/mla.json`` keeps both) -- and ``"auto"`` otherwise.
+    and the producer), ``"ws"`` or ``"seesaw"`` (:mod:`.mla_decode_ws`,
+    :mod:`.mla_decode_seesaw`: hand-written warp specialization, sm_90a only, one tile
+    configuration). ``None`` picks :data:`DEFAULT_SM90A_SCHEDULE` on sm_90a when the tile knobs
+    are at their defaults and ``"auto"`` otherwise (``results/mla.json`` records all three).
     """
     arch = arch or runtime.current_arch()
     _stages_for(arch, num_stages)  # a clear error before any compiling
@@ -482,11 +541,11 @@ def build_mla_decode(h_q: int, dtype: str = "float16", *, split: bool = False,
                                 defer_sum=defer_sum, reduce_batch=reduce_batch, qk_wait=qk_wait)
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
-    if schedule == "ws":
+    if schedule in HAND_WRITTEN:
         if arch != "sm_90a":
-            raise UnsupportedArchError(f"schedule='ws' is written for sm_90a (TMA, wgmma, setmaxnreg), not {arch}")
+            raise UnsupportedArchError(f"schedule={schedule!r} is written for sm_90a (TMA, wgmma, setmaxnreg), not {arch}")
         if not default_knobs:
-            raise ValueError("schedule='ws' has one fixed tile configuration; the tile knobs "
+            raise ValueError(f"schedule={schedule!r} has one fixed tile configuration; the tile knobs "
                              "(block_N, num_stages, defer_sum, reduce_batch, qk_wait) belong to schedule='auto'")
     if qk_wait is None:  # the faster schedule where the hardware has asynchronous wgmma
         qk_wait = "single" if arch == "sm_90a" else "each"

@@ -45,43 +45,56 @@ Details that mattered on the H200 (``benchmarks.mla.sweep``, fp16, b = 64, kv = 
 import math
 
 from .mla_decode import BLOCK_H, DIM_NOPE, DIM_PE, LOG2E, PAGE_SIZE, SUPPORTED_HEADS, \
-    combine_macro, default_softmax_scale
+    decode_prim_func, default_softmax_scale, split_range_macro
 
 BLOCK_N = PAGE_SIZE     # one page per step: each KV block is one rectangular TMA load
 STAGES = 2              # Q 72 KiB + 2 x KV 72 KiB + P 8 KiB = 224 KiB of shared memory
 THREADS = 384           # score + value + producer warpgroups
-#: registers per thread after ``setmaxnreg`` (sum x 128 threads must fit the 64 K register file)
+#: registers per thread after ``setmaxnreg``. A 384-thread CTA starts with 168 per thread
+#: (65536 / 384, rounded down to a multiple of 8) and ``setmaxnreg.inc`` waits until the pool
+#: has the registers, so the three budgets must add up to at most 3 x 168 = 504 -- or the
+#: consumers wait forever.
 REGS_SCORE, REGS_VALUE, REGS_PRODUCER = 240, 200, 64
+REGS_PER_CTA_THREAD_SLOT = 3 * 168
 
 
-def mla_decode_ws_program(h_q: int, dtype: str = "float16", *, split: bool = False,
-                          softmax_scale: float | None = None, skip_rescale: bool = True):
-    """The hand-scheduled MLA decode ``T.prim_func``; same arguments as
-    :func:`.mla_decode.mla_decode_program` (see there), one tile configuration."""
-    import tilelang  # noqa: F401  (sets up TileLang's TVM before the language module)
-    import tilelang.language as T
-
+def check_inputs(h_q: int, dtype: str, softmax_scale: float | None) -> float:
+    """Validate the hand-scheduled programs' arguments; the softmax scale in the log2 domain."""
     if h_q not in SUPPORTED_HEADS:
         raise ValueError(f"h_q must be one of {SUPPORTED_HEADS}, got {h_q}")
     if dtype not in ("float16", "bfloat16"):
         raise ValueError(f"dtype must be 'float16' or 'bfloat16', got {dtype!r}")
-    assert (REGS_SCORE + REGS_VALUE + REGS_PRODUCER) * 128 <= 65536
-    scale = float((softmax_scale if softmax_scale is not None else default_softmax_scale()) * LOG2E)
+    return float((softmax_scale if softmax_scale is not None else default_softmax_scale()) * LOG2E)
+
+
+def hand_scheduled_parts(h_q: int, *, split: bool, scale: float, skip_rescale: bool = True):
+    """Macros both hand-written schedules (this one and :mod:`.mla_decode_seesaw`) use:
+    ``online_softmax`` (one block, full rows), ``rescale`` (``O *= alpha`` with the warp-vote
+    skip), ``store_half`` (normalise and store 256 output columns) and ``load_q`` (the
+    producer's Q load, then ``q_full``). ``scale`` is the softmax scale times log2(e)."""
+    import tilelang.language as T
+
     accum = "float32"
-    dv, dpe, half = DIM_NOPE, DIM_PE, DIM_NOPE // 2
+    half, dv, dpe = DIM_NOPE // 2, DIM_NOPE, DIM_PE
     valid_h = min(BLOCK_H, h_q)
-    head_blocks = math.ceil(h_q / BLOCK_H)
-    batch = T.dynamic("batch")
-    num_pages = T.dynamic("num_pages")
-    max_pages = T.dynamic("max_pages")
-    num_split = T.dynamic("num_split") if split else 1
 
     @T.macro
-    def issue_scores(Q_l, Q_r, Q_pe_s, KV_l, KV_r, K_pe_s, acc_s, stage):
-        # S = Q_nope K^T + Q_pe K_pe^T: one 64 x 64 wgmma chain over the 576-wide dot
-        T.wgmma_gemm(Q_l, KV_l[stage, :, :], acc_s, transpose_B=True, clear_accum=True)
-        T.wgmma_gemm(Q_r, KV_r[stage, :, :], acc_s, transpose_B=True)
-        T.wgmma_gemm(Q_pe_s, K_pe_s[stage, :, :], acc_s, transpose_B=True)
+    def online_softmax(acc_s, m_i, m_prev, alpha, l_i, row_sum, tok0, seqlen):
+        # S -> P = exp2(S - max) in place, with the running max m_i, the rescale factor alpha of
+        # the previous block's state and the denominator l_i. Full rows live in one warpgroup,
+        # so max and sum are shuffles inside a quad of threads.
+        if tok0 + BLOCK_N > seqlen:      # only a sequence's last block has tokens past its end
+            for i, j in T.Parallel(BLOCK_H, BLOCK_N):
+                acc_s[i, j] = T.if_then_else(tok0 + j < seqlen, acc_s[i, j], -T.infinity(accum))
+        T.copy(m_i, m_prev)
+        T.reduce_max(acc_s, m_i, dim=1, clear=False)
+        for i in T.Parallel(BLOCK_H):
+            alpha[i] = T.exp2((m_prev[i] - m_i[i]) * scale)
+        for i, j in T.Parallel(BLOCK_H, BLOCK_N):
+            acc_s[i, j] = T.exp2(acc_s[i, j] * scale - m_i[i] * scale)
+        T.reduce_sum(acc_s, row_sum, dim=1)
+        for i in T.Parallel(BLOCK_H):
+            l_i[i] = l_i[i] * alpha[i] + row_sum[i]
 
     @T.macro
     def rescale(acc_o, alpha, flag):
@@ -101,32 +114,6 @@ def mla_decode_ws_program(h_q: int, dtype: str = "float16", *, split: bool = Fal
                 acc_o[i, j] *= alpha[i]
 
     @T.macro
-    def softmax_and_publish(acc_s, acc_o_l, m_i, m_prev, alpha, l_i, row_sum, alpha_shared, P_shared,
-                            p_full, p_empty, blk_begin, seqlen, rescale_flag, k):
-        tok0 = (blk_begin + k) * BLOCK_N
-        if tok0 + BLOCK_N > seqlen:      # only a sequence's last block has tokens past its end
-            for i, j in T.Parallel(BLOCK_H, BLOCK_N):
-                acc_s[i, j] = T.if_then_else(tok0 + j < seqlen, acc_s[i, j], -T.infinity(accum))
-        # full rows live in this warpgroup: max and sum are warp shuffles only
-        T.copy(m_i, m_prev)
-        T.reduce_max(acc_s, m_i, dim=1, clear=False)
-        for i in T.Parallel(BLOCK_H):
-            alpha[i] = T.exp2((m_prev[i] - m_i[i]) * scale)
-        for i, j in T.Parallel(BLOCK_H, BLOCK_N):
-            acc_s[i, j] = T.exp2(acc_s[i, j] * scale - m_i[i] * scale)
-        T.reduce_sum(acc_s, row_sum, dim=1)
-        for i in T.Parallel(BLOCK_H):
-            l_i[i] = l_i[i] * alpha[i] + row_sum[i]
-        # P and alpha go to shared memory once the value warpgroup has used the last ones
-        if k > 0:
-            T.barrier_wait(p_empty, (k - 1) % 2)
-        T.copy(alpha, alpha_shared)
-        T.copy(acc_s, P_shared)
-        T.fence_proxy_async()
-        T.barrier_arrive(p_full)
-        rescale(acc_o_l, alpha, rescale_flag)
-
-    @T.macro
     def store_half(acc_o, inv_l, lse_row, col0, is_empty, bx, h0, sp, lse, o_partial, Output, writes_lse):
         # each consumer normalises (one reciprocal per row, not an IEEE division per element)
         # and stores its own 256 output columns
@@ -142,6 +129,70 @@ def mla_decode_ws_program(h_q: int, dtype: str = "float16", *, split: bool = Fal
             for i, j in T.Parallel(BLOCK_H, half):
                 if i < valid_h:
                     Output[bx, h0 + i, col0 + j] = acc_o[i, j] * inv_l[i]
+
+    @T.macro
+    def load_q(Q, Q_pe, Q_l, Q_r, Q_pe_s, q_full, bx, h0):
+        # TMA (an all-thread T.copy here would be 384 threads on 64 x 256 halves: not a
+        # multiple of the vector width, so scalar loads -- ~35 us per CTA)
+        if valid_h == BLOCK_H:
+            T.tma_copy(Q[bx, h0:h0 + BLOCK_H, 0:half], Q_l, barrier=q_full)
+            T.tma_copy(Q[bx, h0:h0 + BLOCK_H, half:dv], Q_r, barrier=q_full)
+            T.tma_copy(Q_pe[bx, h0:h0 + BLOCK_H, :], Q_pe_s, barrier=q_full)
+        else:
+            # h_q = 16 / 32: the tile still has 64 rows (wgmma M); zero the padding rows
+            for i, j in T.Parallel(BLOCK_H, half):
+                Q_l[i, j] = T.if_then_else(i < valid_h, Q[bx, T.min(i, valid_h - 1), j], 0)
+            for i, j in T.Parallel(BLOCK_H, half):
+                Q_r[i, j] = T.if_then_else(i < valid_h, Q[bx, T.min(i, valid_h - 1), half + j], 0)
+            for i, j in T.Parallel(BLOCK_H, dpe):
+                Q_pe_s[i, j] = T.if_then_else(i < valid_h, Q_pe[bx, T.min(i, valid_h - 1), j], 0)
+            T.fence_proxy_async()   # generic-proxy stores, read by wgmma (async proxy)
+        T.barrier_arrive(q_full)
+
+    return online_softmax, rescale, store_half, load_q
+
+
+def mla_decode_ws_program(h_q: int, dtype: str = "float16", *, split: bool = False,
+                          softmax_scale: float | None = None, skip_rescale: bool = True):
+    """The hand-scheduled MLA decode ``T.prim_func``; same arguments as
+    :func:`.mla_decode.mla_decode_program` (see there), one tile configuration."""
+    import tilelang  # noqa: F401  (sets up TileLang's TVM before the language module)
+    import tilelang.language as T
+
+    scale = check_inputs(h_q, dtype, softmax_scale)
+    assert REGS_SCORE + REGS_VALUE + REGS_PRODUCER <= REGS_PER_CTA_THREAD_SLOT
+    accum = "float32"
+    dv, dpe, half = DIM_NOPE, DIM_PE, DIM_NOPE // 2
+    valid_h = min(BLOCK_H, h_q)
+    head_blocks = math.ceil(h_q / BLOCK_H)
+    batch = T.dynamic("batch")
+    num_pages = T.dynamic("num_pages")
+    max_pages = T.dynamic("max_pages")
+    num_split = T.dynamic("num_split") if split else 1
+
+    @T.macro
+    def issue_scores(Q_l, Q_r, Q_pe_s, KV_l, KV_r, K_pe_s, acc_s, stage):
+        # S = Q_nope K^T + Q_pe K_pe^T: one 64 x 64 wgmma chain over the 576-wide dot
+        T.wgmma_gemm(Q_l, KV_l[stage, :, :], acc_s, transpose_B=True, clear_accum=True)
+        T.wgmma_gemm(Q_r, KV_r[stage, :, :], acc_s, transpose_B=True)
+        T.wgmma_gemm(Q_pe_s, K_pe_s[stage, :, :], acc_s, transpose_B=True)
+
+    online_softmax, rescale, store_half, load_q = hand_scheduled_parts(
+        h_q, split=split, scale=scale, skip_rescale=skip_rescale)
+    split_range = split_range_macro(num_split, BLOCK_N)
+
+    @T.macro
+    def softmax_and_publish(acc_s, acc_o_l, m_i, m_prev, alpha, l_i, row_sum, alpha_shared, P_shared,
+                            p_full, p_empty, blk_begin, seqlen, rescale_flag, k):
+        online_softmax(acc_s, m_i, m_prev, alpha, l_i, row_sum, (blk_begin + k) * BLOCK_N, seqlen)
+        # P and alpha go to shared memory once the value warpgroup has used the last ones
+        if k > 0:
+            T.barrier_wait(p_empty, (k - 1) % 2)
+        T.copy(alpha, alpha_shared)
+        T.copy(acc_s, P_shared)
+        T.fence_proxy_async()
+        T.barrier_arrive(p_full)
+        rescale(acc_o_l, alpha, rescale_flag)
 
     @T.macro
     def attention(Q, Q_pe, KV, K_pe, block_table, cache_seqlens, lse, o_partial, Output):
@@ -181,12 +232,7 @@ def mla_decode_ws_program(h_q: int, dtype: str = "float16", *, split: bool = Fal
             tx = T.get_thread_binding()
             seqlen = cache_seqlens[bx]
             h0 = hb * valid_h
-            # this split's whole blocks (see mla_decode.py: an empty split still runs one step)
-            n_blocks = T.ceildiv(seqlen, BLOCK_N)
-            per_split = T.truncdiv(n_blocks + num_split - 1, num_split)
-            is_empty = sp * per_split >= n_blocks
-            blk_begin = T.min(sp * per_split, n_blocks - 1)
-            n_steps = T.max(T.min(sp * per_split + per_split, n_blocks), blk_begin + 1) - blk_begin
+            is_empty, blk_begin, n_steps = split_range(seqlen, sp)
 
             if tx < 128:
                 # ---------------- score warpgroup: S, softmax, O[:, :256] ----------------
@@ -230,22 +276,7 @@ def mla_decode_ws_program(h_q: int, dtype: str = "float16", *, split: bool = Fal
             else:
                 # ---------------- producer warpgroup: paged TMA loads ----------------
                 T.set_max_nreg(REGS_PRODUCER, 0)
-                # Q first (an all-thread T.copy here would be 384 threads on 64 x 256 halves:
-                # not a multiple of the vector width, so scalar loads -- ~35 us per CTA)
-                if valid_h == BLOCK_H:
-                    T.tma_copy(Q[bx, h0:h0 + BLOCK_H, 0:half], Q_l, barrier=q_full)
-                    T.tma_copy(Q[bx, h0:h0 + BLOCK_H, half:dv], Q_r, barrier=q_full)
-                    T.tma_copy(Q_pe[bx, h0:h0 + BLOCK_H, :], Q_pe_s, barrier=q_full)
-                else:
-                    # h_q = 16 / 32: the tile still has 64 rows (wgmma M); zero the padding rows
-                    for i, j in T.Parallel(BLOCK_H, half):
-                        Q_l[i, j] = T.if_then_else(i < valid_h, Q[bx, T.min(i, valid_h - 1), j], 0)
-                    for i, j in T.Parallel(BLOCK_H, half):
-                        Q_r[i, j] = T.if_then_else(i < valid_h, Q[bx, T.min(i, valid_h - 1), half + j], 0)
-                    for i, j in T.Parallel(BLOCK_H, dpe):
-                        Q_pe_s[i, j] = T.if_then_else(i < valid_h, Q_pe[bx, T.min(i, valid_h - 1), j], 0)
-                    T.fence_proxy_async()   # generic-proxy stores, read by wgmma (async proxy)
-                T.barrier_arrive(q_full)
+                load_q(Q, Q_pe, Q_l, Q_r, Q_pe_s, q_full, bx, h0)
                 for k in T.serial(n_steps):
                     stage = k % STAGES
                     T.barrier_wait(kv_empty[stage], 1 - (k // STAGES) % 2)   # first pass: no wait
@@ -255,22 +286,5 @@ def mla_decode_ws_program(h_q: int, dtype: str = "float16", *, split: bool = Fal
                     T.tma_copy(K_pe[row0:row0 + BLOCK_N, :], K_pe_s[stage, :, :], barrier=kv_full[stage])
                     T.barrier_arrive(kv_full[stage])
 
-    combine = combine_macro(h_q, batch, num_split)
-
-    @T.prim_func
-    def mla_decode_ws_kernel(
-        Q: T.Tensor([batch, h_q, dv], dtype),
-        Q_pe: T.Tensor([batch, h_q, dpe], dtype),
-        KV: T.Tensor([num_pages * PAGE_SIZE, dv], dtype),
-        K_pe: T.Tensor([num_pages * PAGE_SIZE, dpe], dtype),
-        block_table: T.Tensor([batch, max_pages], "int32"),
-        cache_seqlens: T.Tensor([batch], "int32"),
-        lse: T.Tensor([batch, h_q, num_split], accum),
-        o_partial: T.Tensor([batch, h_q, num_split, dv], accum),
-        Output: T.Tensor([batch, h_q, dv], dtype),
-    ):
-        attention(Q, Q_pe, KV, K_pe, block_table, cache_seqlens, lse, o_partial, Output)
-        if split:
-            combine(lse, o_partial, Output)
-
-    return mla_decode_ws_kernel
+    return decode_prim_func(attention, h_q=h_q, dtype=dtype, split=split, batch=batch,
+                            num_pages=num_pages, max_pages=max_pages, num_split=num_split)
