@@ -30,7 +30,8 @@ TileLang's explicit primitives (``T.wgmma_gemm`` / ``T.wait_wgmma``, ``T.alloc_b
 
 import math
 
-from .mla_decode import BLOCK_H, DIM_NOPE, DIM_PE, PAGE_SIZE, decode_prim_func, split_range_macro
+from .mla_decode import BLOCK_H, DIM_NOPE, DIM_PE, PAGE_SIZE, decode_dims, decode_prim_func, \
+    split_range_macro
 from .mla_decode_ws import REGS_PER_CTA_THREAD_SLOT, check_inputs, hand_scheduled_parts
 
 BLOCK_N = PAGE_SIZE     # one page per step: each KV block is one rectangular TMA load
@@ -52,10 +53,8 @@ def mla_decode_seesaw_program(h_q: int, dtype: str = "float16", *, split: bool =
     dv, dpe, half = DIM_NOPE, DIM_PE, DIM_NOPE // 2
     valid_h = min(BLOCK_H, h_q)
     head_blocks = math.ceil(h_q / BLOCK_H)
-    batch = T.dynamic("batch")
-    num_pages = T.dynamic("num_pages")
-    max_pages = T.dynamic("max_pages")
-    num_split = T.dynamic("num_split") if split else 1
+    dims = decode_dims(split)
+    batch, _, _, num_split = dims
 
     online_softmax, rescale, store_half, load_q = hand_scheduled_parts(
         h_q, split=split, scale=scale, skip_rescale=skip_rescale)
@@ -222,5 +221,4 @@ def mla_decode_seesaw_program(h_q: int, dtype: str = "float16", *, split: bool =
                             T.tma_copy(K_pe[row0:row0 + BLOCK_N, :], K_pe_s[t, :, :], barrier=full_r[t])
                             T.barrier_arrive(full_r[t])
 
-    return decode_prim_func(attention, h_q=h_q, dtype=dtype, split=split, batch=batch,
-                            num_pages=num_pages, max_pages=max_pages, num_split=num_split)
+    return decode_prim_func(attention, h_q=h_q, dtype=dtype, split=split, dims=dims)

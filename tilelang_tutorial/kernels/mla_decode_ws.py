@@ -25,7 +25,9 @@ Per 64-token block this reads Q from shared memory once instead of twice and rem
 cross-warpgroup reductions; the price is that the schedule (who waits for whom, which parity)
 is now the author's job, not the compiler's. The arguments, the split-KV workspaces and the
 combine kernel (``combine_macro``) are those of :mod:`.mla_decode`, so
-:func:`.mla_decode.mla_decode` runs either schedule (``schedule="ws"`` / ``"auto"``).
+:func:`.mla_decode.mla_decode` runs any schedule (``schedule="ws"`` here). The macros of
+:func:`hand_scheduled_parts` also serve :mod:`.mla_decode_seesaw`, where both consumer
+warpgroups compute scores -- the faster schedule, and the sm_90a default.
 
 Details that mattered on the H200 (``benchmarks.mla.sweep``, fp16, b = 64, kv = 8192):
 
@@ -45,7 +47,7 @@ Details that mattered on the H200 (``benchmarks.mla.sweep``, fp16, b = 64, kv = 
 import math
 
 from .mla_decode import BLOCK_H, DIM_NOPE, DIM_PE, LOG2E, PAGE_SIZE, SUPPORTED_HEADS, \
-    decode_prim_func, default_softmax_scale, split_range_macro
+    decode_dims, decode_prim_func, default_softmax_scale, split_range_macro
 
 BLOCK_N = PAGE_SIZE     # one page per step: each KV block is one rectangular TMA load
 STAGES = 2              # Q 72 KiB + 2 x KV 72 KiB + P 8 KiB = 224 KiB of shared memory
@@ -165,10 +167,8 @@ def mla_decode_ws_program(h_q: int, dtype: str = "float16", *, split: bool = Fal
     dv, dpe, half = DIM_NOPE, DIM_PE, DIM_NOPE // 2
     valid_h = min(BLOCK_H, h_q)
     head_blocks = math.ceil(h_q / BLOCK_H)
-    batch = T.dynamic("batch")
-    num_pages = T.dynamic("num_pages")
-    max_pages = T.dynamic("max_pages")
-    num_split = T.dynamic("num_split") if split else 1
+    dims = decode_dims(split)
+    batch, _, _, num_split = dims
 
     @T.macro
     def issue_scores(Q_l, Q_r, Q_pe_s, KV_l, KV_r, K_pe_s, acc_s, stage):
@@ -286,5 +286,4 @@ def mla_decode_ws_program(h_q: int, dtype: str = "float16", *, split: bool = Fal
                     T.tma_copy(K_pe[row0:row0 + BLOCK_N, :], K_pe_s[stage, :, :], barrier=kv_full[stage])
                     T.barrier_arrive(kv_full[stage])
 
-    return decode_prim_func(attention, h_q=h_q, dtype=dtype, split=split, batch=batch,
-                            num_pages=num_pages, max_pages=max_pages, num_split=num_split)
+    return decode_prim_func(attention, h_q=h_q, dtype=dtype, split=split, dims=dims)
