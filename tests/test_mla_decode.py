@@ -79,18 +79,37 @@ def test_reference_matches_dense_attention():
         torch.testing.assert_close(ref[i], want[0, :, 0], rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("schedule", ["auto", "seesaw"])
 @pytest.mark.parametrize("h,lens,num_split,dtype", [
     (16, [1, 63, 65], 1, torch.float16),
     (16, [1, 63, 65], 4, torch.float16),        # fewer tokens than splits
     (32, [200, 129, 64], 3, torch.bfloat16),
     (64, [130], 2, torch.float16),
     (128, [300, 7], 8, torch.float16),
+    (128, [448, 385], 1, torch.bfloat16),       # 7 blocks (odd: the last pair has one) and 7 again
 ])
-def test_emulation_matches_reference(h, lens, num_split, dtype):
+def test_emulation_matches_reference(h, lens, num_split, dtype, schedule):
     x = E.make_paged_inputs(len(lens), h, lens, dtype=dtype, seed=h + num_split)
     ref = M.mla_decode_reference(**x)
-    out = E.emulate_mla_decode(**x, num_split=num_split)
-    checks.assert_close(out, ref, tolerance=checks.TOLERANCE[str(dtype).split(".")[1]], what="emulation")
+    out = E.emulate_mla_decode(**x, num_split=num_split, schedule=schedule)
+    checks.assert_close(out, ref, tolerance=checks.TOLERANCE[str(dtype).split(".")[1]],
+                        what=f"emulation ({schedule})")
+
+
+def test_seesaw_emulation_shares_the_work():
+    # 5 blocks: warpgroup 0 scores blocks 0, 2, 4 and warpgroup 1 blocks 1, 3; each keeps a
+    # share of the denominator and the shares add up to the one-warpgroup denominator
+    x = E.make_paged_inputs(1, 64, [300], seed=5)
+    shares = []
+    out = E.emulate_mla_decode(**x, schedule="seesaw", shares=shares)
+    (sh,) = shares
+    assert sh.blocks_scored == [[0, 2, 4], [1, 3]]
+    assert all(torch.all(d > 0) for d in sh.denom_share) and torch.equal(sh.m[0], sh.m[1])
+    traces = []
+    torch.testing.assert_close(out, E.emulate_mla_decode(**x, traces=traces), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(sh.denom_share[0] + sh.denom_share[1], traces[0].steps[-1].denom, rtol=1e-5, atol=0)
+    with pytest.raises(ValueError, match="schedule"):
+        E.emulate_mla_decode(**x, schedule="ws")
 
 
 def test_emulation_trace_shows_online_softmax():

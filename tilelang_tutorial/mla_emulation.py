@@ -15,6 +15,11 @@ the same division of work, so a reader without a GPU can watch the algorithm:
 * the denominator is kept per element (``acc_p``) and reduced once at the end;
 * split-KV: each split returns ``(o_partial, lse)`` and :func:`combine_splits` merges them.
 
+:func:`emulate_cta_seesaw` is the same CTA under the hand-written seesaw schedule
+(:mod:`tilelang_tutorial.kernels.mla_decode_seesaw`): the two warpgroups take turns scoring
+whole blocks, pass only the running max to each other, and keep one share of the denominator
+each; ``emulate_mla_decode(..., schedule="seesaw")`` runs it.
+
 All arithmetic is fp32 on the same values the GPU sees (inputs in fp16/bf16, P rounded to the
 input dtype before P @ V), so the result matches the fp32 reference to fp16-level error.
 """
@@ -126,6 +131,76 @@ def emulate_cta(q_nope, q_pe, kv_cache, pe_cache, block_table, seqlen: int, *, s
     return o / denom[:, None], torch.log2(denom) + m * scale
 
 
+@dataclass
+class SeesawShares:
+    """What each warpgroup of one seesaw CTA ends with (for printing)."""
+    blocks_scored: list             # [w] -> KV blocks warpgroup w scored
+    denom_share: list               # [w] -> (64,) its share of the softmax denominator
+    m: list                         # [w] -> (64,) its running max at the end (both equal)
+
+
+def emulate_cta_seesaw(q_nope, q_pe, kv_cache, pe_cache, block_table, seqlen: int, *, seq: int,
+                       head_block: int, split: int, num_split: int, softmax_scale: float,
+                       shares: list | None = None):
+    """One CTA under the seesaw schedule. Returns ``(o (64, 512) fp32, lse (64,) log2 domain)``.
+
+    Blocks are taken in pairs: warpgroup ``t`` scores block ``2j + t`` (the whole 64 x 64 ``S``,
+    softmax on full rows) and publishes ``P`` (rounded to the input dtype, as the kernel writes
+    it over the block's rotary keys) and its new running max; the other warpgroup adopts that
+    max. Each warpgroup rescales its half of ``O`` *and its own share of the denominator* by the
+    same ``alpha``, and adds ``P V`` for its 256 columns. The two shares are added at the end.
+    """
+    dtype = q_nope.dtype
+    h_q = q_nope.shape[1]
+    valid_h = min(BLOCK_H, h_q)
+    h0 = head_block * valid_h
+    scale = softmax_scale * LOG2E
+    block_N = PAGE_SIZE
+
+    Q = torch.zeros(BLOCK_H, DIM_NOPE, dtype=torch.float32)
+    Qpe = torch.zeros(BLOCK_H, DIM_PE, dtype=torch.float32)
+    Q[:valid_h] = q_nope[seq, h0:h0 + valid_h].float()
+    Qpe[:valid_h] = q_pe[seq, h0:h0 + valid_h].float()
+
+    acc_o = [torch.zeros(BLOCK_H, DV_PER_WG) for _ in range(WARPGROUPS)]
+    l = [torch.zeros(BLOCK_H) for _ in range(WARPGROUPS)]           # each warpgroup's share
+    m = [torch.full((BLOCK_H,), -math.inf) for _ in range(WARPGROUPS)]
+    scored = [[] for _ in range(WARPGROUPS)]
+
+    begin, end, empty = split_range(math.ceil(seqlen / block_N), num_split, split)
+    kv = kv_cache.reshape(-1, DIM_NOPE)
+    pe = pe_cache.reshape(-1, DIM_PE)
+    for k in range(end - begin):
+        blk = begin + k
+        scorer = k % 2                    # stage k % 2 of the pair; warpgroup k % 2 scores it
+        row0 = int(block_table[seq, blk]) * PAGE_SIZE
+        K = kv[row0:row0 + block_N].float()
+        Kpe = pe[row0:row0 + block_N].float()
+        valid = (blk * block_N + torch.arange(block_N)) < seqlen
+        for w in (scorer, 1 - scorer):    # the scorer first; the other waits for its max
+            m_prev = m[w]
+            if w == scorer:
+                s = torch.where(valid, Q @ K.T + Qpe @ Kpe.T, torch.tensor(-math.inf))
+                m[w] = torch.maximum(m_prev, s.max(dim=1).values)
+                p = torch.exp2(s * scale - (m[w] * scale)[:, None])
+                P = p.to(dtype)                                    # written over K_pe
+                M_published = m[w]
+                scored[w].append(blk)
+            else:
+                m[w] = M_published                                 # read from M_shared
+            alpha = torch.exp2((m_prev - m[w]) * scale)
+            l[w] = l[w] * alpha + (p.sum(dim=1) if w == scorer else 0)
+            V = K[:, w * DV_PER_WG:(w + 1) * DV_PER_WG]
+            acc_o[w] = acc_o[w] * alpha[:, None] + P.float() @ V
+    assert torch.equal(m[0], m[1]), "both warpgroups end with the same running max"
+    if shares is not None:
+        shares.append(SeesawShares(scored, [x.clone() for x in l], [x.clone() for x in m]))
+    denom = l[0] + l[1]
+    if empty:
+        return torch.zeros(BLOCK_H, DIM_NOPE), torch.full((BLOCK_H,), -math.inf)
+    return torch.cat(acc_o, dim=1) / denom[:, None], torch.log2(denom) + m[0] * scale
+
+
 def combine_splits(o_partial, lse):
     """Merge split-KV partial results: ``o_partial (..., S, D)`` normalised per split,
     ``lse (..., S)`` log2 of each split's denominator (``-inf`` = empty split)."""
@@ -137,8 +212,18 @@ def combine_splits(o_partial, lse):
 
 def emulate_mla_decode(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, *,
                        num_split: int = 1, softmax_scale: float | None = None, block_N: int = 64,
-                       traces: list | None = None):
-    """The whole kernel (all CTAs, then the combine) on CPU. Returns (b, h_q, 512) fp32."""
+                       traces: list | None = None, schedule: str = "auto",
+                       shares: list | None = None):
+    """The whole kernel (all CTAs, then the combine) on CPU. Returns (b, h_q, 512) fp32.
+
+    ``schedule``: ``"auto"`` (:func:`emulate_cta`; ``traces`` collects a :class:`CTATrace`
+    per CTA) or ``"seesaw"`` (:func:`emulate_cta_seesaw`, one tile configuration: block_N =
+    64; ``shares`` collects a :class:`SeesawShares` per CTA).
+    """
+    if schedule not in ("auto", "seesaw"):
+        raise ValueError(f"schedule must be 'auto' or 'seesaw', got {schedule!r}")
+    if schedule == "seesaw" and (block_N != PAGE_SIZE or traces is not None):
+        raise ValueError("the seesaw emulation has one tile configuration (block_N = 64) and no traces")
     scale = softmax_scale if softmax_scale is not None else default_softmax_scale()
     b, h_q, _ = q_nope.shape
     valid_h = min(BLOCK_H, h_q)
@@ -150,9 +235,13 @@ def emulate_mla_decode(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seql
             parts, lses = [], []
             for sp in range(num_split):
                 tr = CTATrace(seq, hb, sp) if traces is not None else None
-                o, lse = emulate_cta(q_nope, q_pe, kv_cache, pe_cache, block_table, seqlen,
-                                     seq=seq, head_block=hb, split=sp, num_split=num_split,
-                                     softmax_scale=scale, block_N=block_N, trace=tr)
+                where = dict(seq=seq, head_block=hb, split=sp, num_split=num_split, softmax_scale=scale)
+                if schedule == "seesaw":
+                    o, lse = emulate_cta_seesaw(q_nope, q_pe, kv_cache, pe_cache, block_table, seqlen,
+                                                shares=shares, **where)
+                else:
+                    o, lse = emulate_cta(q_nope, q_pe, kv_cache, pe_cache, block_table, seqlen,
+                                         block_N=block_N, trace=tr, **where)
                 if tr is not None:
                     traces.append(tr)
                 parts.append(o[:valid_h])
