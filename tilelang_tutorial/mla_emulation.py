@@ -69,22 +69,33 @@ def split_range(n_blocks: int, num_split: int, split: int) -> tuple[int, int, bo
     return begin, end, empty
 
 
+def _q_tile(q_nope, q_pe, seq: int, head_block: int):
+    """The Q tile in "shared memory": 64 rows, the rows past h_q are zero padding."""
+    valid_h = min(BLOCK_H, q_nope.shape[1])
+    h0 = head_block * valid_h
+    Q = torch.zeros(BLOCK_H, DIM_NOPE, dtype=torch.float32)
+    Qpe = torch.zeros(BLOCK_H, DIM_PE, dtype=torch.float32)
+    Q[:valid_h] = q_nope[seq, h0:h0 + valid_h].float()
+    Qpe[:valid_h] = q_pe[seq, h0:h0 + valid_h].float()
+    return Q, Qpe
+
+
+def _kv_block(kv_cache, pe_cache, block_table, seq: int, tok0: int, block_N: int):
+    """The TMA load of one KV block (``block_N`` tokens from ``tok0``) through the page table:
+    ``(K (block_N, 512), K_pe (block_N, 64))`` in fp32."""
+    row0 = int(block_table[seq, tok0 // PAGE_SIZE]) * PAGE_SIZE + tok0 % PAGE_SIZE
+    return (kv_cache.reshape(-1, DIM_NOPE)[row0:row0 + block_N].float(),
+            pe_cache.reshape(-1, DIM_PE)[row0:row0 + block_N].float())
+
+
 def emulate_cta(q_nope, q_pe, kv_cache, pe_cache, block_table, seqlen: int, *, seq: int,
                 head_block: int, split: int, num_split: int, softmax_scale: float,
                 block_N: int = 64, trace: CTATrace | None = None):
     """One CTA of the split kernel. Returns ``(o (64, 512) fp32, lse (64,) log2 domain)``."""
     dtype = q_nope.dtype
-    h_q = q_nope.shape[1]
-    valid_h = min(BLOCK_H, h_q)
-    h0 = head_block * valid_h
     scale = softmax_scale * LOG2E
     half = block_N // WARPGROUPS
-
-    # Q tile in "shared memory": 64 rows, the rows past h_q are padding
-    Q = torch.zeros(BLOCK_H, DIM_NOPE, dtype=torch.float32)
-    Qpe = torch.zeros(BLOCK_H, DIM_PE, dtype=torch.float32)
-    Q[:valid_h] = q_nope[seq, h0:h0 + valid_h].float()
-    Qpe[:valid_h] = q_pe[seq, h0:h0 + valid_h].float()
+    Q, Qpe = _q_tile(q_nope, q_pe, seq, head_block)
 
     acc_o = [torch.zeros(BLOCK_H, DV_PER_WG) for _ in range(WARPGROUPS)]   # per warpgroup
     acc_p = [torch.zeros(BLOCK_H, half) for _ in range(WARPGROUPS)]
@@ -92,13 +103,9 @@ def emulate_cta(q_nope, q_pe, kv_cache, pe_cache, block_table, seqlen: int, *, s
 
     n_blocks = math.ceil(seqlen / block_N)
     begin, end, empty = split_range(n_blocks, num_split, split)
-    kv = kv_cache.reshape(-1, DIM_NOPE)
-    pe = pe_cache.reshape(-1, DIM_PE)
     for blk in range(begin, end):
         tok0 = blk * block_N
-        row0 = int(block_table[seq, tok0 // PAGE_SIZE]) * PAGE_SIZE + tok0 % PAGE_SIZE
-        K = kv[row0:row0 + block_N].float()          # the TMA load of one KV block
-        Kpe = pe[row0:row0 + block_N].float()
+        K, Kpe = _kv_block(kv_cache, pe_cache, block_table, seq, tok0, block_N)
         valid = (tok0 + torch.arange(block_N)) < seqlen
         # Q @ K^T, FullCol: warpgroup w computes its half of the score columns
         s_wg = []
@@ -151,16 +158,9 @@ def emulate_cta_seesaw(q_nope, q_pe, kv_cache, pe_cache, block_table, seqlen: in
     same ``alpha``, and adds ``P V`` for its 256 columns. The two shares are added at the end.
     """
     dtype = q_nope.dtype
-    h_q = q_nope.shape[1]
-    valid_h = min(BLOCK_H, h_q)
-    h0 = head_block * valid_h
     scale = softmax_scale * LOG2E
     block_N = PAGE_SIZE
-
-    Q = torch.zeros(BLOCK_H, DIM_NOPE, dtype=torch.float32)
-    Qpe = torch.zeros(BLOCK_H, DIM_PE, dtype=torch.float32)
-    Q[:valid_h] = q_nope[seq, h0:h0 + valid_h].float()
-    Qpe[:valid_h] = q_pe[seq, h0:h0 + valid_h].float()
+    Q, Qpe = _q_tile(q_nope, q_pe, seq, head_block)
 
     acc_o = [torch.zeros(BLOCK_H, DV_PER_WG) for _ in range(WARPGROUPS)]
     l = [torch.zeros(BLOCK_H) for _ in range(WARPGROUPS)]           # each warpgroup's share
@@ -168,14 +168,10 @@ def emulate_cta_seesaw(q_nope, q_pe, kv_cache, pe_cache, block_table, seqlen: in
     scored = [[] for _ in range(WARPGROUPS)]
 
     begin, end, empty = split_range(math.ceil(seqlen / block_N), num_split, split)
-    kv = kv_cache.reshape(-1, DIM_NOPE)
-    pe = pe_cache.reshape(-1, DIM_PE)
     for k in range(end - begin):
         blk = begin + k
         scorer = k % 2                    # stage k % 2 of the pair; warpgroup k % 2 scores it
-        row0 = int(block_table[seq, blk]) * PAGE_SIZE
-        K = kv[row0:row0 + block_N].float()
-        Kpe = pe[row0:row0 + block_N].float()
+        K, Kpe = _kv_block(kv_cache, pe_cache, block_table, seq, blk * block_N, block_N)
         valid = (blk * block_N + torch.arange(block_N)) < seqlen
         for w in (scorer, 1 - scorer):    # the scorer first; the other waits for its max
             m_prev = m[w]
