@@ -416,6 +416,14 @@ def combine_macro(h_q: int, batch, num_split):
     not kept: letting this kernel launch early (programmatic dependent launch: a trigger at the
     start of the attention kernel, ``griddepcontrol.wait`` here) -- 39.2 us; partial outputs in
     fp16 instead of fp32 on top of that, halving their traffic -- 41.0 us.
+
+    Also tried and not kept: no second kernel at all -- the attention kernel launched
+    cooperatively, a grid barrier (``T.sync_grid()``) after the partial outputs, then each CTA
+    combining its share of the rows (correct on every test shape). Batch 1, kv 32768: 37.2 ->
+    36.6 us; batch 1, kv 8192: 24.2 -> 23.0 us; but batch 4, kv 32768 (four rows per CTA):
+    82.6 -> 86.5 us. The barrier plus the in-kernel combine took as long as this kernel and the
+    gap before it (~6 us at batch 1): either way every partial output (16 MiB of fp32 at batch
+    1) is read back from L2, so little was left to save.
     """
     import tilelang.language as T
 
@@ -568,19 +576,15 @@ def build_mla_decode(h_q: int, dtype: str = "float16", *, split: bool = False,
 
 def prebuild(configs, *, arch: str | None = None, workers: int | None = None) -> list:
     """Compile several configurations at once (``configs``: dicts of ``build_mla_decode``
-    keyword arguments). TileLang's lowering releases the GIL and nvcc is a subprocess, so
-    threads overlap the ~20-30 s compiles; results land in the same lru_cache."""
-    import os
-    from concurrent.futures import ThreadPoolExecutor
-
-    import tilelang  # noqa: F401  -- finish importing TileLang (and its TVM) before the threads start
-    import tilelang.language  # noqa: F401
-
-    configs = [dict(c) for c in configs]
-    workers = workers or max(1, min(len(configs), os.cpu_count() or 1))
-    with ThreadPoolExecutor(workers) as pool:
-        futures = [pool.submit(build_mla_decode, **{"arch": arch, **c}) for c in configs]
-        return [f.result() for f in futures]
+    keyword arguments) with :func:`runtime.compile_parallel`; the kernels land in the same
+    lru_cache. Raises the first configuration's error if any failed to build."""
+    jobs = [tuple(sorted({"arch": arch, **c}.items())) for c in configs]
+    built = runtime.compile_parallel(jobs, lambda job: build_mla_decode(**dict(job)), workers=workers,
+                                     verbose=False)
+    for job in jobs:
+        if isinstance(built[job], Exception):
+            raise built[job]
+    return [built[job] for job in jobs]
 
 
 # --------------------------------------------------------------------------------------------
