@@ -42,6 +42,39 @@ def _median_ms_events(fn, *, warmup: int, rep: int) -> float:
     return statistics.median(times)
 
 
+def kernel_timeline(fn: Callable[[], object], *, iterations: int = 30, flush_bytes: int = 256 << 20) -> list[list[dict]]:
+    """The kernels of each call of ``fn()`` as the GPU ran them (torch profiler, device clocks).
+
+    Like :func:`median_ms`, each call follows an L2 flush (a ``flush_bytes`` memset, as
+    ``do_bench`` does), so caches start as cold as in the timed runs. Returns one list per call,
+    one ``{"name", "start_us", "end_us"}`` per kernel, times relative to the end of that call's
+    flush -- so the first kernel's ``start_us`` is the launch gap a CUDA-event timing also sees.
+    """
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    require_gpu("a kernel timeline")
+    flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device="cuda")
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(iterations):
+            flush.zero_()
+            fn()
+        torch.cuda.synchronize()
+    kernels = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
+                     key=lambda e: e.time_range.start)
+    calls = []
+    for e in kernels:
+        if "elementwise" in e.name or "fill" in e.name.lower():      # the flush: a new call begins
+            calls.append({"t0": e.time_range.end, "kernels": []})
+        elif calls:
+            calls[-1]["kernels"].append({"name": e.name, "start_us": e.time_range.start - calls[-1]["t0"],
+                                         "end_us": e.time_range.end - calls[-1]["t0"]})
+    return [c["kernels"] for c in calls if c["kernels"]]
+
+
 @dataclass(frozen=True)
 class Ceilings:
     copy_gbps: float          # device-to-device copy, bytes read + written per second / 1e9

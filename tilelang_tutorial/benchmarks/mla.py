@@ -251,6 +251,33 @@ def run(quick: bool = False) -> list[dict]:
     return recs
 
 
+#: The performance goals of issue #5: (description, record filter, target, unit). A goal is met
+#: when the lowest recorded value among its records reaches the target.
+GOALS = (
+    ("h_q 128, b 64/128, kv 8192-32768", lambda r: r["config"]["label"] == "h128" and r["shape"]["kv_len"] >= 8192,
+     500, "TFLOP/s"),
+    ("h_q 128, b 64/128, kv 4096", lambda r: r["config"]["label"] == "h128" and r["shape"]["kv_len"] == 4096,
+     460, "TFLOP/s"),
+    ("h_q 128, b 1, kv 32768, auto split", lambda r: r["config"]["label"] == "small-batch auto" and r["shape"]["batch"] == 1,
+     300, "TFLOP/s"),
+    ("h_q 128, b 4, kv 32768, auto split", lambda r: r["config"]["label"] == "small-batch auto" and r["shape"]["batch"] == 4,
+     300, "TFLOP/s"),
+    ("h_q 16 (TP8), b 128, kv 8192-32768", lambda r: r["config"]["label"] == "h16 (TP8)", 3.0, "TB/s"),
+)
+
+
+def goals_report(records, schedule: str) -> list[dict]:
+    """Each goal of :data:`GOALS` checked against one schedule's records: ``{"goal", "target",
+    "unit", "lowest", "highest", "n", "met"}`` (``lowest`` None where nothing was recorded)."""
+    rows = []
+    for goal, keep, target, unit in GOALS:
+        vals = [r["value"] for r in records if r["config"]["schedule"] == schedule and keep(r)]
+        rows.append({"goal": goal, "target": target, "unit": unit, "n": len(vals),
+                     "lowest": min(vals, default=None), "highest": max(vals, default=None),
+                     "met": bool(vals) and min(vals) >= target})
+    return rows
+
+
 def sweep(b: int = 64, h_q: int = 128, kv: int = 8192, dtype: str = "float16", configs=None):
     """Print latency / TFLOP/s / correctness for tile configurations at one shape (not recorded)."""
     import torch
