@@ -49,6 +49,7 @@ def kernel_timeline(fn: Callable[[], object], *, iterations: int = 30, flush_byt
     ``do_bench`` does), so caches start as cold as in the timed runs. Returns one list per call,
     one ``{"name", "start_us", "end_us"}`` per kernel, times relative to the end of that call's
     flush -- so the first kernel's ``start_us`` is the launch gap a CUDA-event timing also sees.
+    A call is recognised by its flush (torch's fill kernel), so ``fn`` must not launch one itself.
     """
     import torch
     from torch.profiler import ProfilerActivity, profile
