@@ -1,11 +1,11 @@
 import pytest
 
-from tilelang_tutorial import results
-from tilelang_tutorial.inspector import (KernelInspector, LatencyReport, NotAKernelError, inspect_kernel,
-                                         launch_facts, resource_usage)
-from tilelang_tutorial.kernels import scale_copy
+from tilelang_tutorial import report, results
+from tilelang_tutorial.inspector import KernelInspector, NotAKernelError, inspect_kernel, launch_facts, resource_usage
+from tilelang_tutorial.lessons.tiles import scale_copy
+from tilelang_tutorial.report import LatencyReport
 
-from test_results_store import _record
+from test_results_store import PROV, _record
 
 
 @pytest.fixture(scope="module")
@@ -33,9 +33,9 @@ def test_launch_facts(kernel):
 
 
 def test_summary_is_the_static_fallback(kernel):
-    insp = KernelInspector(kernel, latency=LatencyReport.from_record(results.Record(_record())))
+    insp = KernelInspector(kernel, latency=LatencyReport.from_record(results.Record(_record(), PROV)))
     text = insp.summary()
-    for part in ("sm_90a", "scale_copy_kernel", "registers/thread", "RECORDED", "NVIDIA H200", "roofline floor"):
+    for part in ("sm_90a", "scale_copy_kernel", "registers/thread", "RECORDED", "NVIDIA H200", "floor at copy"):
         assert part in text, part
     png = insp.latency.png()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
@@ -72,12 +72,20 @@ def test_controls_recompile_and_refresh(kernel):
         KernelInspector(kernel, controls={"block_M": [64]})
 
 
-def test_stale_or_missing_records_are_not_shown_as_figures():
-    rep = LatencyReport.live_or_recorded(None, "tile", kernel="no-such-kernel")
-    assert rep.bars == [] and "no recorded GPU result" in rep.text()
+def test_missing_records_are_not_shown_as_figures():
+    rep = report.latency("tile", where={"kernel": "no-such-kernel"})
+    assert rep.bars == [] and "no record matching" in rep.text()
 
 
-def test_inspect_kernel_prints_the_fallback(kernel, capsys):
-    inspect_kernel(kernel)
-    out = capsys.readouterr().out
-    assert "scale_copy_kernel" in out and "latency" in out
+def test_one_display_carries_the_widget_and_its_static_fallback(kernel):
+    insp = KernelInspector(kernel, latency=LatencyReport.measured(kernel_ms=0.05, reference=("torch", 0.07)))
+    bundle = insp._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert "scale_copy_kernel" in bundle["text/plain"] and "<img" in bundle["text/html"]
+
+
+def test_inspect_kernel_displays_once(kernel, monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda *objs, **kw: shown.extend(objs))
+    insp = inspect_kernel(kernel)
+    assert shown == [insp]

@@ -10,15 +10,14 @@ matplotlib.use("Agg")
 import numpy as np
 import pytest
 
-from tilelang_tutorial.kernels.scale_copy import scale_copy_program
-
-from tilelang_tutorial import layout_demos as D
 from tilelang_tutorial import layouts as L
+from tilelang_tutorial.lessons.layouts import programs as D
+from tilelang_tutorial.lessons.tiles.scale_copy import scale_copy_program
 
 
 @functools.lru_cache(maxsize=None)
 def _infer(which: str, arch: str, policy: str = "Square", threads: int = 128):
-    pol = L._policy(policy)
+    pol = L.warp_policy(policy)
     if which == "parallel":
         prog = scale_copy_program(64, block_M=64, block_N=64, threads=threads)
     elif which == "gemm":
@@ -99,8 +98,8 @@ def test_fullcol_splits_columns_between_warpgroups(arch):
 
 def test_fullrow_splits_rows_when_the_tile_allows_it():
     # 128 rows: each wgmma warpgroup takes 64 rows
-    rows = L.infer_layouts(D.gemm_program(128, 128, 64, threads=256, policy=L._policy("FullRow")), arch="sm_90a")
-    cols = L.infer_layouts(D.gemm_program(128, 128, 64, threads=256, policy=L._policy("FullCol")), arch="sm_90a")
+    rows = L.infer_layouts(D.gemm_program(128, 128, 64, threads=256, policy=L.warp_policy("FullRow")), arch="sm_90a")
+    cols = L.infer_layouts(D.gemm_program(128, 128, 64, threads=256, policy=L.warp_policy("FullCol")), arch="sm_90a")
     assert rows["C_local"].split_axis() == "rows"
     assert cols["C_local"].split_axis() == "columns"
     wg = rows["C_local"].warpgroup_of()
@@ -209,20 +208,22 @@ def test_tilelang_plot_layout_writes_a_png(tmp_path):
     assert path.endswith(".png") and (tmp_path / "mma_a.png").stat().st_size > 1000
 
 
-def test_real_kernel_hooks():
-    real = L.real_kernel_programs()
-    for name in ("gemm_relu (package)", "mla_decode (package)"):
-        if name not in real:
-            pytest.skip(f"{name} not available")
-    infos = L.catalog_layouts("mla_decode (package)", 256, "FullCol", "float16", "sm_90a")
-    assert infos["acc_o"].split_axis() == "columns"
-    assert infos["acc_s"].split_axis() == "columns"
-    g = L.catalog_layouts("gemm_relu (package)", 128, "Square", "float16", "sm_90a")
-    assert g["C_local"].threads == 128
+def test_picker_draws_the_buffer_its_dropdown_names():
+    from tilelang_tutorial.lessons.layouts.catalogue import CATALOGUE
+
+    picker = L.LayoutPicker(CATALOGUE, kernel="mla_decode (notebook 04)", arch="sm_90a")
+    assert picker.state["buffer"] in picker.infos and picker.infos[picker.state["buffer"]].kind == "fragment"
+    assert picker.infos["acc_o"].split_axis() == "columns" and picker.infos["acc_s"].split_axis() == "columns"
+    assert picker.select(buffer="acc_s") == "acc_s"
+    fig, text = picker.figure()
+    assert text.startswith("acc_s") or "acc_s" in text.splitlines()[0]
+    # a kernel without that buffer: the picker moves to one it has and says which
+    drawn = picker.select(kernel="gemm_relu (notebook 02)", threads=128, policy="Square")
+    assert drawn in picker.infos and drawn != "acc_s" and picker.infos["C_local"].threads == 128
 
 
 def test_bad_input_is_named():
     with pytest.raises(TypeError, match="PrimFunc"):
         L.infer_layouts("not a program")
     with pytest.raises(ValueError, match="warp policy"):
-        L._policy("Diagonal")
+        L.warp_policy("Diagonal")

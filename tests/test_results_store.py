@@ -1,40 +1,28 @@
-"""The committed results store: schema, provenance, and no stale records."""
+"""The results store: schema, provenance per file, staleness by what runs, and the committed files."""
+import importlib
 import json
+import sys
 
 import pytest
 
-from tilelang_tutorial import results
+from tilelang_tutorial import lessons, results
+
+lessons.all_lessons()   # each lesson registers its suites
 
 PROV = {"gpu": "NVIDIA H200", "sm_count": 132, "driver": "580", "cuda": "13.0", "torch": "2.11", "triton": "3.6",
         "tilelang": "0.1.15", "python": "3.12", "date": "2026-11-29T00:00:00Z", "command": "test"}
 
 
-def _record(module="tilelang_tutorial/kernels/scale_copy.py", **over):
+def _record(**over):
     rec = results.make_record(
-        suite="tile", kernel="scale_copy", kernel_module=module, config={"block_M": 64}, shape={"M": 8, "N": 8},
-        dtype="float16", metric="effective bandwidth", value=4000.0, unit="GB/s", latency_ms=0.1,
+        suite="tile", kernel="scale_copy", config={"block_M": 64, "block_N": 128, "threads": 128},
+        shape={"M": 8, "N": 128}, dtype="float16", metric="effective bandwidth", value=4000.0, unit="GB/s",
+        latency_ms=0.1, nbytes=4e8,
         reference={"name": "torch", "value": 2000.0, "unit": "GB/s", "latency_ms": 0.2},
-        ceiling={"name": "copy", "value": 4400.0, "unit": "GB/s"}, provenance_info=dict(PROV), floor_ms=0.09,
+        ceiling={"name": "copy", "value": 4400.0, "unit": "GB/s"}, floor_ms=0.09,
     )
     rec.update(over)
     return rec
-
-
-def test_committed_results_follow_the_schema():
-    recs = results.load()
-    for r in recs:
-        results.validate_record(r.data)
-        assert r["provenance"]["gpu"], "a recorded figure must name the GPU it was measured on"
-        assert r["value"] > 0
-
-
-def test_no_committed_record_is_stale():
-    stale = results.stale_records()
-    assert not stale, (
-        "recorded GPU results no longer match their kernel source; re-run the benchmark on a GPU "
-        "(python -m tilelang_tutorial.bench SUITE) and commit results/:\n"
-        + "\n".join(f"  {r['suite']}/{r['kernel']} {r['shape']} ({r['kernel_module']})" for r in stale)
-    )
 
 
 def test_ratios_are_computed_once():
@@ -43,55 +31,123 @@ def test_ratios_are_computed_once():
     assert rec["ratio_to_ceiling"] == pytest.approx(4000 / 4400)
 
 
-def test_missing_fields_are_rejected():
+def test_a_record_names_what_it_measured():
     rec = _record()
-    del rec["provenance"]["tilelang"]
-    with pytest.raises(results.ResultsSchemaError, match="tilelang"):
-        results.validate_record(rec)
+    assert rec["measured"] == ["TileLang program scale_copy"] and len(rec["fingerprint"]) == 64
+
+
+def test_missing_fields_are_rejected():
     rec = _record()
     del rec["unit"]
     with pytest.raises(results.ResultsSchemaError, match="unit"):
         results.validate_record(rec)
+    doc = {"schema": results.SCHEMA_VERSION, "provenance": dict(PROV), "records": [_record()]}
+    del doc["provenance"]["tilelang"]
+    with pytest.raises(results.ResultsSchemaError, match="tilelang"):
+        results.validate_file(doc)
 
 
-def test_staleness_follows_the_kernel_source(tmp_path, monkeypatch):
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    kernel = pkg / "k.py"
-    kernel.write_text("def kernel(): return 1\n")
+KERNEL_V1 = '''
+"""A demo kernel."""
+import tilelang.language as T
+
+
+def program(N, block=64):
+    """Docstring, version 1."""
+    @T.prim_func
+    def k(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
+            for i in T.Parallel(block):   # a comment
+                Y[bx * block + i] = X[bx * block + i] * 2
+    return k
+'''
+
+
+@pytest.fixture
+def demo_store(tmp_path, monkeypatch):
+    """A results directory and a suite ``demo`` whose kernel lives in a module we can edit."""
     (tmp_path / "results").mkdir()
-    monkeypatch.setattr(results, "REPO_ROOT", tmp_path)
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path / "results")
-    results.save("demo", [_record(module="pkg/k.py", suite="demo")])
-    assert len(results.find("demo")) == 1 and not results.stale_records()
-    kernel.write_text("def kernel(): return 2\n")
+    module = tmp_path / "demo_kernel.py"
+    module.write_text(KERNEL_V1)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def measured(rec):
+        sys.modules.pop("demo_kernel", None)
+        return [importlib.import_module("demo_kernel").program(rec["shape"]["N"], **rec["config"])]
+
+    results.register_suite("demo", measured)
+    yield module
+    results._SUITES.pop("demo", None)
+    results._current_fingerprint.cache_clear()
+    sys.modules.pop("demo_kernel", None)
+
+
+def _save_demo():
+    rec = results.make_record(suite="demo", kernel="k", config={"block": 64}, shape={"N": 1000}, dtype="float32",
+                              metric="effective bandwidth", value=1.0, unit="GB/s", latency_ms=1.0)
+    results.save("demo", [rec], provenance_info=dict(PROV))
+
+
+def test_comment_and_docstring_edits_keep_records_current(demo_store):
+    _save_demo()
+    assert len(results.find("demo")) == 1
+    demo_store.write_text(KERNEL_V1.replace("Docstring, version 1.", "Docstring, reworded.")
+                          .replace("# a comment", "# another comment").replace('"""A demo kernel."""', ""))
+    results._current_fingerprint.cache_clear()
+    assert len(results.find("demo")) == 1 and not results.stale_records("demo")
+
+
+def test_changing_what_runs_makes_records_stale(demo_store):
+    _save_demo()
+    demo_store.write_text(KERNEL_V1.replace("threads=128", "threads=256"))
+    results._current_fingerprint.cache_clear()
     assert results.find("demo") == [], "a stale record must not be served as current"
-    assert len(results.find("demo", include_stale=True)) == 1
-    assert results.load("demo")[0].label().startswith("STALE")
-    assert len(results.stale_records()) == 1
+    (stale,) = results.find("demo", include_stale=True)
+    assert "has changed since" in stale.staleness and stale.label().startswith("STALE")
+
+
+def test_a_record_of_another_config_is_judged_by_its_own_config(demo_store):
+    _save_demo()
+    doc = json.loads(results.results_file("demo").read_text())
+    doc["records"][0]["config"]["block"] = 128          # the program of block=128 is another program
+    results.results_file("demo").write_text(json.dumps(doc))
+    results._current_fingerprint.cache_clear()
+    assert results.find("demo") == []
 
 
 def test_label_carries_provenance():
-    label = results.Record(_record()).label()
-    for part in ("NVIDIA H200", "2026-11-29", "torch 2.11", "triton 3.6", "tilelang 0.1.15", "scale_copy.py@"):
+    label = results.Record(_record(), PROV).label()
+    for part in ("NVIDIA H200", "2026-11-29", "torch 2.11", "triton 3.6", "tilelang 0.1.15", "test"):
         assert part in label
 
 
 def test_schema_is_documented():
     doc = (results.REPO_ROOT / "docs" / "results-schema.md").read_text()
-    for field in results.REQUIRED_FIELDS + results.REQUIRED_PROVENANCE:
-        assert f"`{field}`" in doc, f"docs/results-schema.md does not document {field}"
+    for name in results.REQUIRED_FIELDS + results.REQUIRED_PROVENANCE:
+        assert f"`{name}`" in doc, f"docs/results-schema.md does not document {name}"
 
 
-def test_files_are_valid_json_with_schema_version():
+# ------------------------------------------------------------------------------------------------
+# The committed files
+# ------------------------------------------------------------------------------------------------
+
+def test_committed_files_follow_the_schema():
+    lessons.all_lessons()
     for path in results.RESULTS_DIR.glob("*.json"):
         doc = json.loads(path.read_text())
-        assert doc["schema"] == results.SCHEMA_VERSION and doc["suite"] == path.stem
+        results.validate_file(doc, path.name)
+        assert doc["suite"] == path.stem and doc["provenance"]["gpu"]
+        assert all(r["value"] > 0 for r in doc["records"])
 
 
-def test_committed_sweeps_carry_provenance_and_are_current():
-    for path in sorted((results.RESULTS_DIR / "sweeps").glob("*.json")):
-        doc = json.loads(path.read_text())
-        assert doc["provenance"]["gpu"] and doc["rows"], path.name
-        assert doc["source_sha256"] == results.source_sha256(doc["kernel_module"]), (
-            f"{path.name} was measured with another version of {doc['kernel_module']}: re-run the sweep on a GPU")
+def test_every_suite_has_a_file_and_no_committed_record_is_stale():
+    suites = lessons.suites()
+    files = {p.stem for p in results.RESULTS_DIR.glob("*.json")}
+    assert files <= set(suites), f"results files no lesson owns: {files - set(suites)}"
+    assert set(suites) <= files, f"suites never recorded: {set(suites) - files}"
+    stale = results.stale_records()
+    assert not stale, (
+        "recorded GPU results no longer match what their configuration builds; re-run the benchmark on a "
+        "GPU (python -m tilelang_tutorial bench SUITE) and commit results/:\n"
+        + "\n".join(f"  {r['suite']}/{r['kernel']} {r['config']} {r['shape']}: {r.staleness}" for r in stale))

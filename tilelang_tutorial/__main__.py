@@ -1,4 +1,13 @@
-"""Command line: ``python -m tilelang_tutorial doctor`` (the first thing a workshop attendee runs)."""
+"""The tutorial's one command line: ``python -m tilelang_tutorial COMMAND``.
+
+    doctor                 check the set-up and end in a verdict (the first thing to run)
+    mode                   print the runtime mode in one sentence
+    warm-cache [--arch A]  compile what the notebooks compile into TileLang's kernel cache
+    bench SUITE...         measure on a GPU and record in results/ (--list shows what is recorded)
+    sweep NAME             explore a lesson's tuning space on a GPU (prints; nothing recorded)
+    render                 execute every notebook and save the executed copies in docs/rendered/
+    sync-kernels [--check] copy the package's kernels into the notebooks' kernel cells
+"""
 from __future__ import annotations
 
 import argparse
@@ -58,27 +67,24 @@ def doctor() -> int:
         _line(None, "no CUDA GPU visible to torch")
     _line(None, tt.describe_mode())
     if nvcc:
-        from tilelang_tutorial.kernels import scale_copy
-
         t0 = time.time()
         try:
-            kernel = scale_copy.build_scale_copy(256, arch=m.arch)
-            _line(True, f"compiled a tiny kernel for {m.arch} in {time.time() - t0:.1f} s "
-                        f"({len(kernel.get_kernel_source())} characters of CUDA)")
+            kernel = tt.runtime.compile_kernel(tt.runtime.probe_program(), arch=m.arch)
+            _line(True, f"built a tiny kernel for {m.arch} in {time.time() - t0:.1f} s (compiled by nvcc, or "
+                        f"loaded from the kernel cache; {len(kernel.get_kernel_source())} characters of CUDA)")
         except Exception as exc:
             problems.append(f"compiling a tiny kernel for {m.arch} failed: {type(exc).__name__}: {exc}")
             _line(False, problems[-1])
             kernel = None
         if kernel is not None and m.can_run:
-            from tilelang_tutorial import checks
-
-            x = checks.random_tensor((300, 256), torch.float16, "cuda")
-            y = checks.poisoned((300, 256), torch.float16, "cuda")
+            x = torch.randn(1000, device="cuda")
+            y = torch.full_like(x, float("nan"))
             try:
-                scale_copy.scale_copy(x, 2.0, out=y)
-                cmp = checks.compare(y, scale_copy.scale_copy_reference(x, 2.0), tolerance=checks.TOLERANCE["float16"])
-                _line(cmp.ok, f"ran it on the GPU: {cmp}")
-                if not cmp.ok:
+                kernel(x, y)
+                torch.cuda.synchronize()
+                ok = bool(torch.equal(y, x + 1))
+                _line(ok, "ran it on the GPU: " + ("y == x + 1 for all 1000 elements" if ok else "WRONG result"))
+                if not ok:
                     problems.append("the tiny kernel ran but gave a wrong answer")
             except Exception as exc:
                 problems.append(f"launching the tiny kernel failed: {type(exc).__name__}: {exc}")
@@ -94,20 +100,120 @@ def doctor() -> int:
     return 0
 
 
-def warm_cache(archs: list[str]) -> int:
-    """Compile every tutorial kernel the notebooks build into the TileLang cache."""
-    from tilelang_tutorial import warm
+def warm_cache(archs: list[str], notebooks: bool) -> int:
+    """Compile every lesson's kernels for ``archs``, then run the notebooks (headless, in this
+    machine's mode) so that everything they compile is in the cache too."""
+    from tilelang_tutorial import lessons, runtime
 
-    return warm.warm(archs)
+    archs = [runtime.validate_arch(a) for a in archs] or [runtime.current_arch()]
+    failures = 0
+    t_all = time.time()
+    for lesson in lessons.all_lessons():
+        for case in lesson.compile_cases():
+            for arch in archs:
+                if arch not in case.archs:
+                    print(f"[skip] {case.name} for {arch}: written for {', '.join(case.archs)}", flush=True)
+                    continue
+                t0 = time.time()
+                try:
+                    case.build(arch)
+                    print(f"[ok  ] {case.name} for {arch} in {time.time() - t0:.1f} s", flush=True)
+                except Exception as exc:
+                    failures += 1
+                    print(f"[FAIL] {case.name} for {arch}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}",
+                          flush=True)
+    if notebooks:
+        from tilelang_tutorial import notebook_runs
+
+        for path in notebook_runs.notebooks():
+            t0 = time.time()
+            err = notebook_runs.execute(path)
+            failures += err is not None
+            print(f"[{'ok  ' if err is None else 'FAIL'}] ran {path.name} in {time.time() - t0:.0f} s"
+                  + (f": {err}" if err else ""), flush=True)
+    print(f"warm-cache: {'done' if not failures else f'{failures} failed'} in {time.time() - t_all:.0f} s")
+    return 1 if failures else 0
+
+
+def bench(suites: list[str], *, quick: bool, dry_run: bool, list_only: bool) -> int:
+    """Run benchmark suites on a GPU and record each in ``results/<suite>.json``."""
+    from tilelang_tutorial import lessons, report, results, runtime
+
+    known = lessons.suites()
+    for s in suites:
+        if s not in known:
+            print(f"unknown suite {s!r}; the lessons define: {', '.join(known)}", file=sys.stderr)
+            return 2
+    if list_only:
+        for s in suites or known:
+            report.table(s, title=f"== {s} ==")
+        return 0
+    if not suites:
+        print(f"name at least one suite: {', '.join(known)}", file=sys.stderr)
+        return 2
+    if not runtime.mode().can_run:
+        print(f"cannot benchmark: {runtime.describe_mode()}", file=sys.stderr)
+        return 2
+    print(runtime.describe_mode(), flush=True)
+    failed = []
+    for s in suites:
+        t0 = time.time()
+        try:
+            run = lessons.suite_runner(s)(quick=quick)
+        except Exception as exc:  # keep going: one broken suite must not cost the others' GPU time
+            import traceback
+
+            traceback.print_exc()
+            failed.append(f"{s}: {exc}")
+            continue
+        print(f"[{s}] {len(run.records)} records in {time.time() - t0:.0f} s", flush=True)
+        if not dry_run and run.records:
+            path = results.save(s, run.records, provenance_info=run.provenance, goals=run.goals, notes=run.notes)
+            print(f"[{s}] wrote {path.relative_to(results.REPO_ROOT)}", flush=True)
+    if failed:
+        print("FAILED suites:\n  " + "\n  ".join(failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+def sweep(name: str, rest: list[str]) -> int:
+    from tilelang_tutorial import lessons
+
+    sweeps = {}
+    for lesson in lessons.all_lessons():
+        for sweep_name, target in getattr(lesson, "SWEEPS", {}).items():
+            sweeps[sweep_name] = (lesson.__name__, target)
+    if name not in sweeps:
+        print(f"unknown sweep {name!r}; the lessons define: {', '.join(sweeps)}", file=sys.stderr)
+        return 2
+    import importlib
+
+    lesson, target = sweeps[name]
+    module, _, func = target.partition(":")
+    return getattr(importlib.import_module(f"{lesson}.{module}"), func)(rest) or 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tilelang_tutorial")
+    parser = argparse.ArgumentParser(prog="python -m tilelang_tutorial", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("doctor", help="check the set-up and compile (and, with a GPU, run) a tiny kernel")
+    sub.add_parser("doctor", help="check the set-up and build (and run) a tiny kernel")
     sub.add_parser("mode", help="print the runtime mode in one sentence")
-    w = sub.add_parser("warm-cache", help="compile every notebook kernel into the TileLang cache")
-    w.add_argument("--arch", action="append", help="architecture(s) to compile for (default: the current one)")
+    w = sub.add_parser("warm-cache", help="compile what the notebooks compile into the kernel cache")
+    w.add_argument("--arch", action="append", default=[], help="architecture(s) to compile for (default: the current one)")
+    w.add_argument("--no-notebooks", action="store_true", help="only the lessons' kernels; do not run the notebooks")
+    b = sub.add_parser("bench", help="measure suites on a GPU and record them in results/")
+    b.add_argument("suites", nargs="*")
+    b.add_argument("--quick", action="store_true", help="a smaller grid (still recorded unless --dry-run)")
+    b.add_argument("--dry-run", action="store_true", help="measure and print; record nothing")
+    b.add_argument("--list", action="store_true", help="print what is recorded (any machine)")
+    s = sub.add_parser("sweep", help="explore a lesson's tuning space on a GPU")
+    s.add_argument("name")
+    s.add_argument("rest", nargs=argparse.REMAINDER)
+    r = sub.add_parser("render", help="execute the notebooks and save executed copies in docs/rendered/")
+    r.add_argument("notebooks", nargs="*", help="notebook names (default: all)")
+    k = sub.add_parser("sync-kernels", help="copy the package's kernels into the notebooks' kernel cells")
+    k.add_argument("--check", action="store_true", help="only report the cells that differ")
     args = parser.parse_args(argv)
     if args.command == "doctor":
         return doctor()
@@ -117,7 +223,26 @@ def main(argv: list[str] | None = None) -> int:
         print(tt.describe_mode())
         return 0
     if args.command == "warm-cache":
-        return warm_cache(args.arch or [])
+        return warm_cache(args.arch, notebooks=not args.no_notebooks)
+    if args.command == "bench":
+        return bench(args.suites, quick=args.quick, dry_run=args.dry_run, list_only=args.list)
+    if args.command == "sweep":
+        return sweep(args.name, args.rest)
+    if args.command == "render":
+        from tilelang_tutorial import notebook_runs
+
+        return notebook_runs.render(args.notebooks)
+    if args.command == "sync-kernels":
+        from tilelang_tutorial import kernel_cells
+
+        if args.check:
+            diffs = [d for path in sorted(kernel_cells.NOTEBOOKS.glob("*.ipynb"))
+                     for c in kernel_cells.kernel_cells(path) if (d := kernel_cells.difference(c))]
+            print("\n\n".join(diffs) if diffs else "every kernel cell equals the package")
+            return 1 if diffs else 0
+        changed = kernel_cells.sync()
+        print("updated: " + ", ".join(changed) if changed else "every kernel cell already equals the package")
+        return 0
     return 2
 
 

@@ -1,7 +1,7 @@
 """KernelInspector: look inside a compiled TileLang kernel from a notebook.
 
     from tilelang_tutorial.inspector import inspect_kernel
-    inspect_kernel(kernel, latency=LatencyReport.from_record(rec))
+    inspect_kernel(kernel, latency=lambda kernel, params: report.latency("gemm", where={...}))
 
 Tabs: generated CUDA (highlighted), host code, PTX (compiled on demand), launch facts (grid,
 threads, shared memory, registers/spills from ptxas) and the layouts TileLang inferred. A latency
@@ -9,8 +9,9 @@ panel draws the kernel's latency beside the torch reference and the roofline flo
 the notebook runs on a GPU, recorded (with provenance) otherwise. Optional controls (block sizes,
 stages, threads ...) recompile and refresh everything.
 
-Everything shown in the widget is also printed as plain text (and the chart shown as an image),
-so a notebook rendered statically (GitHub, nbconvert) still shows the result.
+The inspector is displayed once: as the widget where widgets render (JupyterLab), and as its
+plain-text summary and chart image where they cannot (a static render on GitHub or nbconvert),
+from the same display output.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from . import runtime
+from .report import LatencyReport
 
 
 class NotAKernelError(TypeError):
@@ -184,119 +186,6 @@ def inferred_layouts_text(kernel_or_program) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Latency: measured on a GPU, recorded otherwise
-# --------------------------------------------------------------------------------------------
-
-@dataclass
-class Bar:
-    label: str
-    ms: float
-    kind: str  # "kernel", "reference", "floor"
-
-
-@dataclass
-class LatencyReport:
-    """What the latency panel draws, and where the numbers come from."""
-
-    bars: list[Bar]
-    source: str               # "measured" or "recorded"
-    note: str = ""            # provenance line for recorded figures
-    stale: bool = False
-
-    @classmethod
-    def measured(cls, *, kernel_ms: float, reference: tuple[str, float] | None = None,
-                 floor_ms: float | None = None, label: str = "TileLang kernel", note: str = "") -> "LatencyReport":
-        bars = [Bar(label, kernel_ms, "kernel")]
-        if reference:
-            bars.append(Bar(reference[0], reference[1], "reference"))
-        if floor_ms:
-            bars.append(Bar("roofline floor", floor_ms, "floor"))
-        where = runtime.mode().device_name or "this GPU"
-        return cls(bars=bars, source="measured", note=note or f"measured just now on {where}")
-
-    @classmethod
-    def from_record(cls, record, label: str = "TileLang kernel") -> "LatencyReport":
-        """Bars from a results-store record (``results.find(...)``), labelled with its provenance."""
-        bars = [Bar(label, record["latency_ms"], "kernel")]
-        ref = record.get("reference") or {}
-        if ref.get("latency_ms"):
-            bars.append(Bar(ref["name"], ref["latency_ms"], "reference"))
-        floor_ms = record.get("floor_ms")
-        ceiling = record.get("ceiling") or {}
-        if not floor_ms and ceiling.get("value") and ceiling.get("unit") == record["unit"]:
-            # Same work at the ceiling's rate (bytes / copy bandwidth, FLOPs / matmul peak).
-            floor_ms = record["latency_ms"] * record["value"] / ceiling["value"]
-        if floor_ms:
-            at = ceiling.get("name", "the ceiling").split(" (")[0]
-            bars.append(Bar(f"roofline floor: {at}", floor_ms, "floor"))
-        return cls(bars=bars, source="recorded", note=record.label(), stale=record.is_stale)
-
-    @classmethod
-    def live_or_recorded(cls, measure: Callable[[], "LatencyReport"] | None, suite: str,
-                         **criteria: Any) -> "LatencyReport":
-        """Measure now when kernels can run here; otherwise the matching *current* record.
-
-        A record whose kernel source changed since it was measured is stale: it is not shown as
-        a figure, only named, so a reader is never shown an out-of-date number as current.
-        """
-        from . import results
-
-        if measure is not None and runtime.mode().can_run:
-            return measure()
-        found = results.find(suite, **criteria)
-        if found:
-            return cls.from_record(found[0])
-        stale = results.find(suite, include_stale=True, **criteria)
-        if stale:
-            return cls.unavailable(
-                f"the recorded result for this configuration is STALE ({stale[0].label()}); "
-                f"re-run `python -m tilelang_tutorial.bench {suite}` on a GPU")
-        return cls.unavailable(f"no recorded GPU result for this configuration in results/{suite}.json")
-
-    @classmethod
-    def unavailable(cls, why: str) -> "LatencyReport":
-        return cls(bars=[], source="none", note=why)
-
-    def text(self) -> str:
-        if not self.bars:
-            return f"latency: {self.note}"
-        head = {"measured": "latency (measured)", "recorded": "latency (RECORDED, not measured here)"}.get(self.source, "latency")
-        lines = [head + ":"]
-        for b in self.bars:
-            lines.append(f"  {b.label:<40} {b.ms * 1e3:10.1f} us")
-        if self.note:
-            lines.append(f"  [{self.note}]")
-        return "\n".join(lines)
-
-    def figure(self):
-        import matplotlib
-
-        matplotlib.use(matplotlib.get_backend())  # keep the notebook's backend
-        from matplotlib.figure import Figure
-
-        fig = Figure(figsize=(6.0, 0.6 + 0.45 * max(1, len(self.bars))), dpi=100)
-        ax = fig.add_subplot(111)
-        colors = {"kernel": "#1f77b4", "reference": "#ff7f0e", "floor": "#7f7f7f"}
-        labels = [b.label for b in self.bars][::-1]
-        values = [b.ms * 1e3 for b in self.bars][::-1]
-        ax.barh(labels, values, color=[colors[b.kind] for b in self.bars][::-1],
-                hatch=None if self.source == "measured" else "//")
-        for y, v in enumerate(values):
-            ax.text(v, y, f" {v:.1f} us", va="center", fontsize=8)
-        ax.set_xlabel("latency (us, lower is better)")
-        ax.set_xlim(0, max(values) * 1.3 if values else 1)
-        title = "measured" if self.source == "measured" else "recorded" + (" (STALE)" if self.stale else "")
-        ax.set_title(f"latency — {title}", fontsize=9)
-        fig.tight_layout()
-        return fig
-
-    def png(self) -> bytes:
-        buf = io.BytesIO()
-        self.figure().savefig(buf, format="png")
-        return buf.getvalue()
-
-
-# --------------------------------------------------------------------------------------------
 # The widget
 # --------------------------------------------------------------------------------------------
 
@@ -418,6 +307,24 @@ class KernelInspector:
                                W.HBox([self._chart, self._latency_text])])
         return self._widget
 
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """The widget where widgets render; its summary and chart as HTML and text elsewhere."""
+        import base64
+
+        bundle = {}
+        try:
+            widget = self._widget or self.widget()
+            data = widget._repr_mimebundle_(include=include, exclude=exclude)
+            bundle.update(data[0] if isinstance(data, tuple) else data)
+        except ImportError:
+            pass
+        chart = ""
+        if self.latency.bars:
+            chart = f'<img src="data:image/png;base64,{base64.b64encode(self.latency.png()).decode()}"/>'
+        bundle["text/html"] = f"<pre style='font-size:11px'>{html.escape(self.summary())}</pre>{chart}"
+        bundle["text/plain"] = self.summary()
+        return bundle
+
     def _refresh_latency(self):
         if self.latency.bars:
             self._chart.value = self.latency.png()
@@ -477,19 +384,10 @@ class KernelInspector:
 
 
 
-def show(inspector: KernelInspector) -> None:
-    """Display the widget, and the text + chart fallbacks beside it."""
-    from IPython.display import Image, display
-
-    display(inspector.widget())
-    # The fallback: printed text and a static image survive a static render of the notebook.
-    print(inspector.summary())
-    if inspector.latency.bars:
-        display(Image(data=inspector.latency.png()))
-
-
 def inspect_kernel(kernel, **kwargs) -> KernelInspector:
-    """Build a :class:`KernelInspector`, display it (with its text fallback) and return it."""
+    """Build a :class:`KernelInspector`, display it once, and return it."""
+    from IPython.display import display
+
     inspector = KernelInspector(kernel, **kwargs)
-    show(inspector)
+    display(inspector)
     return inspector

@@ -1,68 +1,129 @@
-"""The recorded-results store: GPU measurements committed to ``results/*.json``.
+"""The results store: GPU measurements committed to ``results/<suite>.json``.
 
-A record says *what* was measured and *where/with what*. Its ``source_sha256`` is the hash of
-the kernel module that produced it; when that module changes, the record is **stale**: it is
-never shown as current, and ``tests/test_results_store.py`` fails until the benchmark is re-run
-on a GPU and the file re-committed. The schema is documented in ``docs/results-schema.md``.
+A file holds one benchmark run of one suite: where and with what it was measured (``provenance``,
+once per file), the goals it is judged against (optional), and its records. A record says what
+was measured (kernel, configuration, shape, dtype), the figure, the work behind it (FLOPs,
+bytes), the reference, ceiling and peers measured in the same run, the correctness check, and a
+``fingerprint`` of *what ran*.
+
+Staleness follows what runs, not the text of a file. Each suite's lesson registers how to
+rebuild the things a record measured (:func:`register_suite`): the TileLang programs (their
+TVMScript text) and, for records that time a Python op, the op's code with docstrings and
+comments removed. A record is **current** when the fingerprint of what its lesson builds today
+from the record's own configuration equals the stored one: editing a comment or a docstring
+keeps it current, changing a tile size or a line of the kernel makes it stale. Stale records are
+never shown as current figures (:mod:`tilelang_tutorial.report` explains them instead), and a
+CPU test fails while a committed record is stale. The schema is documented in
+``docs/results-schema.md``.
 """
 from __future__ import annotations
 
+import ast
 import datetime as _dt
+import functools
 import hashlib
+import inspect
 import json
 import platform
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
 RESULTS_DIR = REPO_ROOT / "results"
 
-#: Fields every record must carry (the schema's required keys).
+#: Fields every record must carry.
 REQUIRED_FIELDS = (
-    "suite", "kernel", "config", "shape", "dtype", "metric", "value", "unit",
-    "latency_ms", "reference", "ceiling", "ratio_to_reference", "ratio_to_ceiling",
-    "kernel_module", "source_sha256", "provenance",
+    "suite", "kernel", "config", "shape", "dtype", "metric", "value", "unit", "latency_ms",
+    "work", "reference", "ceiling", "ratio_to_reference", "ratio_to_ceiling", "peers", "correctness",
+    "fingerprint", "measured",
 )
-REQUIRED_PROVENANCE = ("gpu", "driver", "cuda", "torch", "triton", "tilelang", "date", "command")
+#: Fields every file's provenance must carry.
+REQUIRED_PROVENANCE = ("gpu", "sm_count", "driver", "cuda", "torch", "triton", "tilelang", "python",
+                       "date", "command")
 
 
 class ResultsSchemaError(ValueError):
     """A results file or record that does not follow the documented schema."""
 
 
-#: ``kernel_module`` may name several files joined by this separator -- a kernel module first,
-#: then the modules it builds on -- and the hash then covers all of them, so a change in a
-#: shared helper makes the records that used it stale too.
-MODULE_SEP = "+"
+# ------------------------------------------------------------------------------------------------
+# Fingerprints: what ran
+# ------------------------------------------------------------------------------------------------
+
+def _python_code(obj) -> str:
+    """A function's or class's code without docstrings and comments (an AST dump)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
+                and isinstance(getattr(body[0], "value", None), ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, annotate_fields=False, include_attributes=False)
 
 
-def module_path(kernel_module: str) -> Path:
-    """``tilelang_tutorial/kernels/gemm_relu.py`` (repo-relative) -> absolute path."""
-    path = (REPO_ROOT / kernel_module).resolve()
-    if not path.is_file():
-        raise ResultsSchemaError(f"kernel module {kernel_module!r} does not exist under {REPO_ROOT}")
-    return path
+def describe_measured(thing) -> str:
+    """A short name for a measured thing (shown in a record's ``measured`` list)."""
+    if hasattr(thing, "script") and hasattr(thing, "buffer_map"):
+        name = thing.attrs["global_symbol"] if thing.attrs and "global_symbol" in thing.attrs else "prim_func"
+        return f"TileLang program {name}"
+    if isinstance(thing, str):
+        return thing
+    return f"python {thing.__module__}.{thing.__qualname__}"
 
 
-def source_sha256(kernel_module: str) -> str:
-    """Hash of a kernel module's text (of the texts, in order, for ``a.py+b.py``): what a record
-    was measured with."""
-    texts = [module_path(m).read_text(encoding="utf-8") for m in kernel_module.split(MODULE_SEP)]
-    # Normalise line endings so a checkout on Windows does not make every record stale.
-    return hashlib.sha256("\0".join(t.replace("\r\n", "\n") for t in texts).encode("utf-8")).hexdigest()
+def fingerprint(measured: Iterable[Any]) -> str:
+    """sha256 of what was measured: ``T.prim_func`` objects by their TVMScript text, Python
+    functions and classes by their code without docstrings or comments, strings as they are."""
+    h = hashlib.sha256()
+    for thing in measured:
+        if hasattr(thing, "script") and hasattr(thing, "buffer_map"):
+            h.update(b"tir\0" + thing.script().encode())
+        elif isinstance(thing, str):
+            h.update(b"str\0" + thing.encode())
+        elif callable(thing):
+            h.update(b"py\0" + _python_code(thing).encode())
+        else:
+            raise TypeError(f"cannot fingerprint {type(thing).__name__}: give a T.prim_func, a function or a string")
+        h.update(b"\0")
+    return h.hexdigest()
 
 
-def module_of(*objs: Any) -> str:
-    """Repo-relative path of the module that defines ``obj`` (a function or a module); for several
-    objects, their modules joined by :data:`MODULE_SEP`."""
-    import inspect
+#: suite -> ``measured(record) -> [things]``, registered by the lesson that owns the suite.
+_SUITES: dict[str, Callable[[dict], list]] = {}
 
-    paths = [Path(inspect.getsourcefile(o)).resolve().relative_to(REPO_ROOT).as_posix() for o in objs]
-    return MODULE_SEP.join(dict.fromkeys(paths))
 
+def register_suite(suite: str, measured: Callable[[dict], list]) -> None:
+    """Tell the store how to rebuild what a record of ``suite`` measured (called by the lesson
+    that owns the suite, when it is imported). ``measured(record_dict)`` returns the list given
+    to :func:`fingerprint` when the record was made."""
+    _SUITES[suite] = measured
+
+
+def registered_suites() -> tuple[str, ...]:
+    return tuple(_SUITES)
+
+
+@functools.lru_cache(maxsize=4096)
+def _current_fingerprint(suite: str, record_json: str) -> str:
+    return fingerprint(_SUITES[suite](json.loads(record_json)))
+
+
+def current_fingerprint(record: dict) -> str | None:
+    """The fingerprint of what the record's configuration builds today (None: suite unknown)."""
+    if record["suite"] not in _SUITES:
+        return None
+    key = json.dumps({k: record[k] for k in ("suite", "kernel", "config", "shape", "dtype")}, sort_keys=True)
+    return _current_fingerprint(record["suite"], key)
+
+
+# ------------------------------------------------------------------------------------------------
+# Records and files
+# ------------------------------------------------------------------------------------------------
 
 def provenance(command: str) -> dict[str, Any]:
     """Where and with what a measurement is being taken (call on the GPU machine)."""
@@ -104,9 +165,10 @@ def provenance(command: str) -> dict[str, Any]:
 
 @dataclass
 class Record:
-    """One measured figure. ``data`` holds the JSON object as stored."""
+    """One measured figure. ``data`` holds the JSON object as stored; ``provenance`` its file's."""
 
     data: dict[str, Any]
+    provenance: dict[str, Any]
 
     def __getitem__(self, key: str) -> Any:
         return self.data[key]
@@ -115,11 +177,20 @@ class Record:
         return self.data.get(key, default)
 
     @property
+    def staleness(self) -> str | None:
+        """None when current; otherwise one sentence saying why the record is not current."""
+        now = current_fingerprint(self.data)
+        if now is None:
+            return (f"no lesson has registered suite {self.data['suite']!r} in this process, so what the "
+                    "record measured cannot be rebuilt (import the lesson's package first)")
+        if now != self.data["fingerprint"]:
+            return ("what it measured has changed since: " + ", ".join(self.data["measured"])
+                    + " no longer build(s) to the same code")
+        return None
+
+    @property
     def is_stale(self) -> bool:
-        try:
-            return source_sha256(self.data["kernel_module"]) != self.data["source_sha256"]
-        except ResultsSchemaError:
-            return True
+        return self.staleness is not None
 
     def matches(self, **criteria: Any) -> bool:
         for key, want in criteria.items():
@@ -127,86 +198,103 @@ class Record:
             if isinstance(want, dict):
                 if not isinstance(have, dict) or any(have.get(k) != v for k, v in want.items()):
                     return False
+            elif callable(want):
+                if not want(have):
+                    return False
             elif have != want:
                 return False
         return True
 
     def label(self) -> str:
-        """The provenance line shown under every recorded figure."""
-        p = self.data["provenance"]
-        state = "STALE: kernel source changed since" if self.is_stale else "recorded"
-        return (
-            f"{state} on {p['gpu']} (driver {p['driver']}, CUDA {p['cuda']}), {p['date'][:10]}, "
-            f"torch {p['torch']}, triton {p['triton']}, tilelang {p['tilelang']}, "
-            f"{self.data['kernel_module']}@{self.data['source_sha256'][:12]}"
-        )
+        """The provenance footnote of a recorded figure."""
+        return provenance_label(self.provenance, stale=self.is_stale)
+
+
+def provenance_label(p: dict[str, Any], *, stale: bool = False) -> str:
+    state = "STALE (not current): measured" if stale else "recorded"
+    return (f"{state} on {p['gpu']} (driver {p['driver']}, CUDA {p['cuda']}), {p['date'][:10]}, "
+            f"torch {p['torch']}, triton {p['triton']}, tilelang {p['tilelang']} — {p['command']}")
 
 
 def validate_record(rec: dict[str, Any]) -> None:
     missing = [k for k in REQUIRED_FIELDS if k not in rec]
     if missing:
         raise ResultsSchemaError(f"record {rec.get('kernel')!r} is missing fields: {missing}")
-    pmissing = [k for k in REQUIRED_PROVENANCE if k not in rec["provenance"]]
-    if pmissing:
-        raise ResultsSchemaError(f"record {rec['kernel']!r} provenance is missing: {pmissing}")
     for side in ("reference", "ceiling"):
         ref = rec[side]
         if ref is not None and not {"name", "value", "unit"} <= set(ref):
             raise ResultsSchemaError(f"record {rec['kernel']!r}: {side} needs name, value and unit")
     if not isinstance(rec["value"], (int, float)) or rec["value"] != rec["value"]:
         raise ResultsSchemaError(f"record {rec['kernel']!r}: value must be a number")
-    if len(rec["source_sha256"]) != 64:
-        raise ResultsSchemaError(f"record {rec['kernel']!r}: source_sha256 must be a sha256 hex digest")
+    if not isinstance(rec["fingerprint"], str) or len(rec["fingerprint"]) != 64:
+        raise ResultsSchemaError(f"record {rec['kernel']!r}: fingerprint must be a sha256 hex digest")
+    if not isinstance(rec["work"], dict) or not {"flops", "bytes"} <= set(rec["work"]):
+        raise ResultsSchemaError(f"record {rec['kernel']!r}: work needs flops and bytes (numbers or null)")
+
+
+def validate_file(doc: dict[str, Any], name: str = "results file") -> None:
+    if doc.get("schema") != SCHEMA_VERSION:
+        raise ResultsSchemaError(f"{name}: schema {doc.get('schema')!r}, expected {SCHEMA_VERSION}")
+    prov = doc.get("provenance") or {}
+    missing = [k for k in REQUIRED_PROVENANCE if k not in prov]
+    if missing:
+        raise ResultsSchemaError(f"{name}: provenance is missing {missing}")
+    for rec in doc.get("records", []):
+        validate_record(rec)
 
 
 def results_file(suite: str) -> Path:
     return RESULTS_DIR / f"{suite}.json"
 
 
-def load(suite: str | None = None) -> list[Record]:
-    """All records of one suite (``results/<suite>.json``), or of every suite."""
-    files = [results_file(suite)] if suite else sorted(RESULTS_DIR.glob("*.json"))
-    records: list[Record] = []
-    for path in files:
-        if not path.exists():
-            continue
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        if doc.get("schema") != SCHEMA_VERSION:
-            raise ResultsSchemaError(f"{path.name}: schema {doc.get('schema')!r}, expected {SCHEMA_VERSION}")
-        for rec in doc["records"]:
-            validate_record(rec)
-            records.append(Record(rec))
-    return records
-
-
-def save(suite: str, records: Iterable[dict[str, Any]], *, replace: bool = True) -> Path:
-    """Write a suite's records (``replace=False`` appends to what is there)."""
-    records = list(records)
-    for rec in records:
-        validate_record(rec)
+def load_file(suite: str) -> dict[str, Any] | None:
+    """The whole file of ``suite`` (validated), or None when nothing was recorded."""
     path = results_file(suite)
-    old = [] if replace or not path.exists() else json.loads(path.read_text())["records"]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"schema": SCHEMA_VERSION, "suite": suite, "records": old + records}
-    path.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n", encoding="utf-8")
-    return path
+    if not path.exists():
+        return None
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    validate_file(doc, path.name)
+    return doc
+
+
+def load(suite: str | None = None) -> list[Record]:
+    """All records of one suite, or of every suite in ``results/``."""
+    suites = [suite] if suite else sorted(p.stem for p in RESULTS_DIR.glob("*.json"))
+    out: list[Record] = []
+    for s in suites:
+        doc = load_file(s)
+        if doc:
+            out += [Record(rec, doc["provenance"]) for rec in doc["records"]]
+    return out
 
 
 def find(suite: str, *, include_stale: bool = False, **criteria: Any) -> list[Record]:
-    """Records of ``suite`` matching ``criteria`` (dict criteria match a subset of keys)."""
+    """Records of ``suite`` matching ``criteria`` (a dict matches a subset of keys, a callable is a
+    predicate); stale ones only with ``include_stale``."""
     out = [r for r in load(suite) if r.matches(**criteria)]
     return out if include_stale else [r for r in out if not r.is_stale]
 
 
-def stale_records() -> list[Record]:
-    return [r for r in load() if r.is_stale]
+def stale_records(suite: str | None = None) -> list[Record]:
+    return [r for r in load(suite) if r.is_stale]
+
+
+def save(suite: str, records: Iterable[dict[str, Any]], *, provenance_info: dict[str, Any],
+         goals: list[dict[str, Any]] | None = None, notes: dict[str, Any] | None = None) -> Path:
+    """Write one run of ``suite`` (replacing the file)."""
+    doc = {"schema": SCHEMA_VERSION, "suite": suite, "provenance": provenance_info,
+           "goals": goals or [], "notes": notes or {}, "records": list(records)}
+    validate_file(doc, suite)
+    path = results_file(suite)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    return path
 
 
 def make_record(
     *,
     suite: str,
     kernel: str,
-    kernel_module: str,
     config: dict[str, Any],
     shape: dict[str, Any],
     dtype: str,
@@ -214,36 +302,52 @@ def make_record(
     value: float,
     unit: str,
     latency_ms: float,
-    reference: dict[str, Any] | None,
-    ceiling: dict[str, Any] | None,
-    provenance_info: dict[str, Any],
+    flops: float | None = None,
+    nbytes: float | None = None,
+    reference: dict[str, Any] | None = None,
+    ceiling: dict[str, Any] | None = None,
     peers: dict[str, Any] | None = None,
     correctness: dict[str, Any] | None = None,
     floor_ms: float | None = None,
+    timing: dict[str, Any] | None = None,
+    measured: list | None = None,
+    **extra: Any,
 ) -> dict[str, Any]:
-    """Build one record; ratios are computed here so they are computed one way everywhere."""
+    """Build one record. Ratios are computed here so they are computed one way everywhere.
+
+    What was measured is rebuilt from the record's own kernel, config, shape and dtype by the
+    suite's registered builder (:func:`register_suite`) and fingerprinted, so the figure is tied to
+    what the configuration builds, the same way it will be checked later; ``measured`` overrides
+    that (tests only)."""
     def ratio(other):
         return None if not other or not other.get("value") else value / other["value"]
 
     rec = {
         "suite": suite, "kernel": kernel, "config": config, "shape": shape, "dtype": dtype,
         "metric": metric, "value": value, "unit": unit, "latency_ms": latency_ms,
+        "work": {"flops": flops, "bytes": nbytes},
         "reference": reference, "ceiling": ceiling,
         "ratio_to_reference": ratio(reference), "ratio_to_ceiling": ratio(ceiling),
         "peers": peers or {}, "correctness": correctness or {}, "floor_ms": floor_ms,
-        "kernel_module": kernel_module, "source_sha256": source_sha256(kernel_module),
-        "provenance": provenance_info,
+        "timing": timing or {},
+        **extra,
     }
+    if measured is None:
+        if suite not in _SUITES:
+            raise ResultsSchemaError(f"suite {suite!r} has no registered builder (results.register_suite)")
+        measured = _SUITES[suite](json.loads(json.dumps(rec)))
+    rec["fingerprint"] = fingerprint(measured)
+    rec["measured"] = [describe_measured(m) for m in measured]
     validate_record(rec)
     return rec
 
 
-def describe(records: Iterable[Record]) -> str:
-    """A plain-text table of records with their provenance (the static fallback)."""
-    lines = []
-    for r in records:
-        ref = r["reference"]
-        cmp = f"  vs {ref['name']} {ref['value']:.4g} {ref['unit']} ({r['ratio_to_reference']:.2f}x)" if ref else ""
-        lines.append(f"{r['kernel']} {r['shape']} {r['dtype']}: {r['value']:.4g} {r['unit']}{cmp}")
-        lines.append(f"    [{r.label()}]")
-    return "\n".join(lines) if lines else "(no recorded results)"
+@dataclass
+class Run:
+    """What a benchmark suite's ``run(quick)`` returns: its records, where they were measured,
+    the goals they are judged against, and free-form notes (e.g. configurations that failed)."""
+
+    records: list[dict[str, Any]]
+    provenance: dict[str, Any]
+    goals: list[dict[str, Any]] | None = None
+    notes: dict[str, Any] | None = None

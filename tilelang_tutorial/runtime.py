@@ -39,7 +39,7 @@ class NoGPUError(RuntimeError):
     """Raised when something needs to launch a kernel and no CUDA GPU is visible."""
 
 
-def _validate_arch(arch: str) -> str:
+def validate_arch(arch: str) -> str:
     arch = str(arch).strip()
     if arch not in ACCEPTED_ARCHS:
         raise ArchError(
@@ -52,7 +52,7 @@ def _validate_arch(arch: str) -> str:
 def set_arch(arch: str | None) -> None:
     """Choose the architecture kernels are compiled for (``None`` restores the default)."""
     global _arch_override
-    _arch_override = None if arch is None else _validate_arch(arch)
+    _arch_override = None if arch is None else validate_arch(arch)
 
 
 @contextlib.contextmanager
@@ -94,7 +94,7 @@ def current_arch() -> str:
         return _arch_override
     env = os.environ.get(ARCH_ENV, "").strip()
     if env:
-        return _validate_arch(env)
+        return validate_arch(env)
     if gpu_available():
         return _gpu_arch()
     return DEFAULT_COMPILE_ONLY_ARCH
@@ -102,7 +102,7 @@ def current_arch() -> str:
 
 def target(arch: str | None = None) -> dict[str, str]:
     """The explicit TileLang target dict (auto-detection raises without a GPU)."""
-    return {"kind": "cuda", "arch": _validate_arch(arch) if arch else current_arch()}
+    return {"kind": "cuda", "arch": validate_arch(arch) if arch else current_arch()}
 
 
 @dataclass(frozen=True)
@@ -182,6 +182,22 @@ def compile_kernel(
     import tilelang
 
     return tilelang.compile(program, out_idx=out_idx, target=target(arch), pass_configs=pass_configs)
+
+
+def probe_program(block: int = 256):
+    """A tiny kernel, ``y = x + 1`` over a 1-D float32 tensor of any length, that ``doctor`` uses
+    to check the toolchain (and, where it can, running it)."""
+    import tilelang.language as T
+
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def add_one(X: T.Tensor((n,), "float32"), Y: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, block), threads=128) as bx:
+            for i in T.Parallel(block):
+                Y[bx * block + i] = X[bx * block + i] + 1
+
+    return add_one
 
 
 def compile_parallel(jobs, build, *, workers: int | None = None, verbose: bool = True,

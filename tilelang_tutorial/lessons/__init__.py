@@ -1,0 +1,96 @@
+"""The lessons: one folder per notebook, each holding that lesson's kernels, references,
+exercises (checkers, solutions, wrong answers) and benchmark.
+
+A lesson folder's ``__init__.py`` declares:
+
+* ``NOTEBOOK``: the notebook's file name in ``notebooks/`` (its order is the lesson's order);
+* ``compile_cases()``: the kernels the compile matrix builds, as :class:`CompileCase` objects;
+* ``exercise_cases()``: its exercises, as :class:`Exercise` objects;
+* ``SUITES``: ``{suite: "module:function"}`` for its benchmark suites (``python -m
+  tilelang_tutorial bench SUITE``), and it registers each suite's builder with
+  :func:`tilelang_tutorial.results.register_suite` when imported.
+
+Nothing outside this folder lists the lessons: :func:`all_lessons` finds them. Shared machinery
+(runtime, emulator, checks, timing, results, report, inspector, layouts) never imports a lesson.
+Adding a lesson is described in ``docs/adding-a-lesson.md``.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+#: Architectures the portable lesson kernels are compiled for in the compile matrix.
+PORTABLE = ("sm_80", "sm_89", "sm_90a")
+HOPPER = ("sm_90a",)
+
+
+@dataclass(frozen=True)
+class CompileCase:
+    """A kernel the compile matrix builds: ``build(arch)`` for every architecture in ``archs``;
+    ``unsupported`` maps the other architectures to the measured reason it cannot be built there."""
+
+    name: str
+    archs: tuple
+    build: Callable[[str], Any]
+    unsupported: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WrongAnswer:
+    """A plausible mistake, and a phrase the checker's message must contain when it rejects it."""
+
+    name: str
+    answer: Any
+    says: str
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """An exercise: ``check(answer, verbose=False) -> ExerciseResult``, the reference solution,
+    an unsolved starter (what the notebook's starter cell holds) and wrong answers."""
+
+    name: str
+    check: Callable[..., Any]
+    solution: Any
+    starter: Any
+    wrong_answers: tuple = ()
+
+
+def lesson_names() -> list[str]:
+    """The lesson folders, in notebook order."""
+    names = [m.name for m in pkgutil.iter_modules(__path__) if m.ispkg]
+    return sorted(names, key=lambda n: load(n).NOTEBOOK)
+
+
+def load(name: str):
+    """The lesson package ``name`` (importing it registers its benchmark suites)."""
+    return importlib.import_module(f"{__name__}.{name}")
+
+
+def all_lessons() -> list:
+    return [load(n) for n in lesson_names()]
+
+
+def suites() -> dict[str, Callable]:
+    """``{suite: run(quick=False) -> (records, provenance, goals)}`` over every lesson."""
+    out = {}
+    for lesson in all_lessons():
+        for suite, target in getattr(lesson, "SUITES", {}).items():
+            module, _, func = target.partition(":")
+            out[suite] = (lesson.__name__, module, func)
+    return out
+
+
+def suite_runner(suite: str) -> Callable:
+    lesson, module, func = suites()[suite]
+    return getattr(importlib.import_module(f"{lesson}.{module}"), func)
+
+
+def notebook_path(lesson):
+    """``notebooks/<lesson.NOTEBOOK>`` (a lesson module or its folder name)."""
+    from pathlib import Path
+
+    module = load(lesson) if isinstance(lesson, str) else lesson
+    return Path(__file__).resolve().parents[2] / "notebooks" / module.NOTEBOOK

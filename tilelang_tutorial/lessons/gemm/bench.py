@@ -1,0 +1,350 @@
+"""Notebook 02's GEMM + ReLU on the GPU: the recorded benchmark and the tuning sweep.
+
+    python -m tilelang_tutorial.bench gemm                            # run() and record (lead's CLI)
+    python -m tilelang_tutorial.benchmarks.gemm sweep --out sweep.json  # explore configs (prints)
+    python -m tilelang_tutorial.benchmarks.gemm run --quick            # run() and print, no recording
+    python -m tilelang_tutorial.benchmarks.gemm compile --arch sm_90a  # pre-compile the sweep (no GPU)
+
+Every figure is measured here, in the same process: the TileLang kernel (the dynamic-M kernel that
+``gemm_relu`` ships), torch ``relu(a @ b)`` (the unfused thing a user writes: cuBLAS, then a
+separate ReLU pass over C) and cuBLAS ``a @ b`` alone (the ceiling: the fused kernel does the same
+matmul and no extra pass, so matching cuBLAS is the goal). Fresh random inputs, medians from
+``timing.median_ms``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from ... import checks, results, runtime, timing
+from . import kernel as gr
+
+COMMAND = "python -m tilelang_tutorial.bench gemm"
+SIZES = (2048, 4096, 8192)
+#: A ragged problem: M odd, N not a multiple of 128/256, K not a multiple of 64 (N, K multiples of
+#: 8 keep TMA usable, see the kernel module).
+RAGGED = (3001, 5000, 4040)
+DTYPES = ("float16", "bfloat16")
+
+C = gr.GemmConfig
+
+
+def _sweep_grid() -> list:
+    """~20 configurations around the seed and the Hopper reasoning in the kernel module."""
+    seed = gr.SEED_CONFIG
+    wide = C(block_M=128, block_N=256, block_K=64, num_stages=3, threads=256, policy="FullRow",
+             swizzle_panel=8, swizzle_order="row")
+    grid = [
+        seed,
+        seed.replace(swizzle_panel=8, swizzle_order="row"),
+        seed.replace(num_stages=4),
+        seed.replace(threads=256),
+        seed.replace(threads=256, num_stages=4),
+        seed.replace(block_N=256),                       # the seed post's 128-thread 128x256 (spills)
+        wide,
+        wide.replace(num_stages=4),
+        wide.replace(num_stages=2),
+        wide.replace(policy="Square"),
+        wide.replace(policy="Square", num_stages=4),
+        wide.replace(swizzle_panel=0),
+        wide.replace(swizzle_panel=4),
+        wide.replace(swizzle_panel=16),
+        wide.replace(swizzle_panel=8, swizzle_order="column"),
+        wide.replace(store_via_shared=True),
+        wide.replace(store_via_shared=True, num_stages=2),
+        wide.replace(block_K=128, num_stages=2),
+        C(block_M=256, block_N=128, block_K=64, num_stages=3, threads=256, policy="FullRow",
+          swizzle_panel=8, swizzle_order="row"),
+        C(block_M=256, block_N=128, block_K=64, num_stages=4, threads=256, policy="FullRow",
+          swizzle_panel=8, swizzle_order="row"),
+        C(block_M=128, block_N=128, block_K=128, num_stages=3, threads=256, policy="Square",
+          swizzle_panel=8, swizzle_order="row"),
+        C(block_M=256, block_N=128, block_K=64, num_stages=3, threads=384, policy="FullRow",
+          swizzle_panel=8, swizzle_order="row"),
+        # Second round, around the first round's winner (C staged through shared memory):
+        wide.replace(store_via_shared=True, num_stages=4),   # 256 KiB of shared memory: too much
+        wide.replace(store_via_shared=True, policy="Square"),
+        wide.replace(store_via_shared=True, swizzle_panel=4),
+        wide.replace(store_via_shared=True, swizzle_panel=16),
+        wide.replace(store_via_shared=True, block_K=32, num_stages=6),
+        C(block_M=256, block_N=128, block_K=64, num_stages=3, threads=256, policy="FullRow",
+          swizzle_panel=8, swizzle_order="row", store_via_shared=True),
+    ]
+    out = []
+    for cfg in grid:  # keep order, drop duplicates (the tuned config may equal a grid entry)
+        if cfg not in out:
+            out.append(cfg)
+    for cfg in gr.TUNED_CONFIGS.values():
+        if cfg not in out:
+            out.append(cfg)
+    return out
+
+
+SWEEP_CONFIGS = _sweep_grid()
+
+
+def tflops(M, N, K, ms) -> float:
+    return 2.0 * M * N * K / (ms * 1e-3) / 1e12
+
+
+def compile_many(jobs, *, arch=None, workers=None, verbose=True):
+    """Compile ``[(N, K, config, dtype), ...]`` at once; returns {job: kernel or the exception}."""
+    def build(job):
+        N, K, cfg, dtype = job
+        return gr.build_gemm_relu(N, K, config=cfg, dtype=dtype, arch=arch)
+
+    return runtime.compile_parallel(jobs, build, workers=workers, verbose=verbose,
+                                    describe=lambda j: f"{j[2].name} N={j[0]} K={j[1]} {j[3]}")
+
+
+def _inputs(M, N, K, dtype):
+    import torch
+
+    tdt = getattr(torch, dtype)
+    a = checks.random_tensor((M, K), tdt, "cuda")
+    b = checks.random_tensor((K, N), tdt, "cuda")
+    return a, b
+
+
+def _check(kernel, a, b, dtype):
+    """Poisoned output, one launch, relative error against the fp32 reference."""
+    import torch
+
+    c = checks.poisoned((a.shape[0], b.shape[1]), a.dtype, "cuda")
+    kernel(a, b, c)
+    torch.cuda.synchronize()
+    return checks.compare(c, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dtype])
+
+
+def _peers(a, b):
+    """torch relu(a @ b) and cuBLAS a @ b, measured now on the same inputs (ms)."""
+    import torch
+
+    return (timing.median_ms(lambda: torch.relu(a @ b)), timing.median_ms(lambda: a @ b))
+
+
+def sweep(sizes=(4096, 8192), dtypes=("float16",), configs=None, *, workers=None, arch=None) -> list[dict]:
+    """Time every config at M=N=K=size; print a table per (size, dtype); return the rows (suite
+    ``gemm_sweep`` records them). Configs that fail to compile or launch are reported and kept as
+    rows with an ``error``."""
+    import torch
+
+    runtime.require_gpu("the GEMM sweep")
+    configs = list(configs or SWEEP_CONFIGS)
+    jobs = [(n, n, cfg, dt) for n in sizes for dt in dtypes for cfg in configs]
+    print(f"sweep: {len(configs)} configs x {len(sizes)} sizes x {len(dtypes)} dtypes", flush=True)
+    kernels = compile_many(jobs, arch=arch, workers=workers)
+    rows = []
+    for n in sizes:
+        for dt in dtypes:
+            a, b = _inputs(n, n, n, dt)
+            c = torch.empty((n, n), dtype=a.dtype, device="cuda")
+            torch_ms, cublas_ms = _peers(a, b)
+            print(f"\n== M=N=K={n} {dt}: torch relu(a@b) {tflops(n, n, n, torch_ms):.0f} TFLOP/s, "
+                  f"cuBLAS a@b {tflops(n, n, n, cublas_ms):.0f} TFLOP/s", flush=True)
+            print(f"{'config':<46} {'ms':>8} {'TFLOP/s':>8} {'/torch':>7} {'/cuBLAS':>8}  check")
+            for cfg in configs:
+                k = kernels[(n, n, cfg, dt)]
+                row = {"config": cfg.as_dict(), "name": cfg.name, "M": n, "N": n, "K": n, "dtype": dt,
+                       "torch_relu_ms": torch_ms, "cublas_ms": cublas_ms}
+                if isinstance(k, Exception):
+                    row["error"] = f"compile: {type(k).__name__}: {str(k)[:300]}"
+                    print(f"{cfg.name:<46} {'compile failed':>26}")
+                    rows.append(row)
+                    continue
+                try:
+                    cmp = _check(k, a, b, dt)
+                    ms = timing.median_ms(lambda: k(a, b, c))
+                except Exception as exc:  # e.g. too much shared memory for this GPU
+                    row["error"] = f"launch: {type(exc).__name__}: {str(exc)[:300]}"
+                    print(f"{cfg.name:<46} {'launch failed: ' + type(exc).__name__:>26}")
+                    rows.append(row)
+                    torch.cuda.synchronize()
+                    continue
+                row.update(ms=ms, tflops=tflops(n, n, n, ms), ratio_to_torch=torch_ms / ms,
+                           ratio_to_cublas=cublas_ms / ms, rel_error=cmp.rel_error, unwritten=cmp.unwritten,
+                           ok=cmp.ok)
+                rows.append(row)
+                print(f"{cfg.name:<46} {ms:8.3f} {row['tflops']:8.0f} {row['ratio_to_torch']:7.2f} "
+                      f"{row['ratio_to_cublas']:8.2f}  {'ok' if cmp.ok else 'WRONG ' + str(cmp)}", flush=True)
+            del a, b, c
+            torch.cuda.empty_cache()
+    _print_best(rows)
+    return rows
+
+
+def run_sweep(quick: bool = False) -> results.Run:
+    """Suite ``gemm_sweep``: :func:`sweep` over the grid at 4096^3 and 8192^3 (fp16), recorded."""
+    prov = results.provenance("python -m tilelang_tutorial bench gemm_sweep" + (" --quick" if quick else ""))
+    rows = sweep(sizes=(4096,) if quick else (4096, 8192))
+    recs, failures = [], []
+    for row in rows:
+        M, N, K, dt = row["M"], row["N"], row["K"], row["dtype"]
+        if "error" in row:
+            failures.append({"config": row["config"], "shape": {"M": M, "N": N, "K": K}, "dtype": dt,
+                             "error": row["error"]})
+            continue
+        flops = 2.0 * M * N * K
+        recs.append(results.make_record(
+            suite="gemm_sweep", kernel="gemm_relu", config=dict(row["config"]), shape={"M": M, "N": N, "K": K},
+            dtype=dt, metric="throughput", value=row["tflops"], unit="TFLOP/s", latency_ms=row["ms"], flops=flops,
+            nbytes=2.0 * (M * K + K * N + M * N),
+            reference={"name": "torch relu(a @ b)", "value": flops / (row["torch_relu_ms"] * 1e-3) / 1e12,
+                       "unit": "TFLOP/s", "latency_ms": row["torch_relu_ms"]},
+            ceiling={"name": "cuBLAS a @ b (torch, same size and dtype)",
+                     "value": flops / (row["cublas_ms"] * 1e-3) / 1e12, "unit": "TFLOP/s",
+                     "latency_ms": row["cublas_ms"]},
+            correctness={"rel_error": row["rel_error"], "unwritten": row["unwritten"], "ok": row["ok"]}))
+    return results.Run(recs, prov, notes={"failed_configs": failures})
+
+
+def _print_best(rows):
+    good = [r for r in rows if r.get("ok")]
+    if not good:
+        return
+    print("\nbest correct config per (size, dtype):")
+    for key in sorted({(r["M"], r["dtype"]) for r in good}):
+        best = max((r for r in good if (r["M"], r["dtype"]) == key), key=lambda r: r["tflops"])
+        print(f"  {key[0]} {key[1]}: {best['name']} {best['tflops']:.0f} TFLOP/s "
+              f"({best['ratio_to_torch']:.2f}x torch relu(a@b), {best['ratio_to_cublas']:.2f}x cuBLAS)")
+    names = {r["name"] for r in good}
+    keys = {(r["M"], r["dtype"]) for r in good}
+    # The config with the best worst-case ratio to torch over all sizes: a good TUNED_CONFIGS pick.
+    scored = []
+    for name in names:
+        rs = [r for r in good if r["name"] == name]
+        if len({(r["M"], r["dtype"]) for r in rs}) == len(keys):
+            scored.append((min(r["ratio_to_torch"] for r in rs), name))
+    if scored:
+        worst, name = max(scored)
+        print(f"  most robust over all sizes: {name} (worst ratio to torch {worst:.2f})")
+
+
+# ---------------------------------------------------------------------------------------------
+# The recorded benchmark
+# ---------------------------------------------------------------------------------------------
+
+def _problems(quick: bool):
+    if quick:
+        return [(4096, 4096, 4096)]
+    return [(n, n, n) for n in SIZES] + [RAGGED]
+
+
+def run(quick: bool = False) -> results.Run:
+    """Seed and tuned configs, fp16 and bf16, at M=N=K in SIZES and a ragged problem; each record
+    carries torch relu(a@b) as reference, cuBLAS a@b (same size, same dtype) as ceiling, and the
+    correctness of a poisoned-output launch."""
+    import torch
+
+    runtime.require_gpu("the GEMM benchmark")
+    prov = results.provenance(COMMAND + (" --quick" if quick else ""))
+    ceil = timing.measure_ceilings()
+    print(f"cuBLAS peak (torch a@b at {ceil.matmul_size}^3): " +
+          ", ".join(f"{d} {v:.0f} TFLOP/s" for d, v in ceil.matmul_tflops.items()), flush=True)
+    problems = _problems(quick)
+    variants = {"seed": lambda dt: gr.SEED_CONFIG, "tuned": gr.tuned_config}
+    jobs = sorted({(N, K, variants[v](dt), dt) for (_, N, K) in problems for dt in DTYPES for v in variants},
+                  key=lambda j: (j[0], j[1], j[3], j[2].name))
+    kernels = compile_many(jobs)
+    out = []
+    print(f"\n{'kernel':<18} {'M x N x K':<18} {'dtype':<9} {'TFLOP/s':>8} {'torch':>7} {'cuBLAS':>7} "
+          f"{'/torch':>7} {'/cuBLAS':>8}  check")
+    for (M, N, K) in problems:
+        for dt in DTYPES:
+            a, b = _inputs(M, N, K, dt)
+            c = torch.empty((M, N), dtype=a.dtype, device="cuda")
+            torch_ms, cublas_ms = _peers(a, b)
+            for variant, pick in variants.items():
+                cfg = pick(dt)
+                k = kernels[(N, K, cfg, dt)]
+                if isinstance(k, Exception):
+                    raise RuntimeError(f"{variant} config {cfg.name} does not compile for {N}x{K} {dt}") from k
+                cmp = _check(k, a, b, dt)
+                ms = timing.median_ms(lambda: k(a, b, c))
+                value = tflops(M, N, K, ms)
+                rec = results.make_record(
+                    suite="gemm", kernel="gemm_relu",
+                    config=dict(cfg.as_dict(), variant=variant),
+                    shape={"M": M, "N": N, "K": K}, dtype=dt, metric="throughput", value=value,
+                    unit="TFLOP/s", latency_ms=ms, flops=2.0 * M * N * K,
+                    nbytes=2.0 * (M * K + K * N + M * N),
+                    reference={"name": "torch relu(a @ b)", "value": tflops(M, N, K, torch_ms),
+                               "unit": "TFLOP/s", "latency_ms": torch_ms},
+                    ceiling={"name": "cuBLAS a @ b (torch, same size and dtype)",
+                             "value": tflops(M, N, K, cublas_ms), "unit": "TFLOP/s", "latency_ms": cublas_ms},
+                    peers={"cublas_peak": {"value": ceil.matmul_tflops.get(dt), "unit": "TFLOP/s",
+                                           "size": ceil.matmul_size}},
+                    correctness={"rel_error": cmp.rel_error, "max_abs_error": cmp.max_abs_error,
+                                 "unwritten": cmp.unwritten, "tolerance": cmp.tolerance, "ok": cmp.ok,
+                                 "reference": "fp32 torch relu(a.float() @ b.float())"},
+                )
+                out.append(rec)
+                print(f"{variant:<18} {f'{M}x{N}x{K}':<18} {dt:<9} {value:8.0f} "
+                      f"{rec['reference']['value']:7.0f} {rec['ceiling']['value']:7.0f} "
+                      f"{rec['ratio_to_reference']:7.2f} {rec['ratio_to_ceiling']:8.2f}  "
+                      f"{'ok' if cmp.ok else 'WRONG'} ({cmp.rel_error:.1e})", flush=True)
+            del a, b, c
+            torch.cuda.empty_cache()
+    return results.Run(out, prov)
+
+
+def summary_table(records) -> str:
+    """The closing table: size, dtype, seed, tuned, torch, cuBLAS (TFLOP/s) and ratios."""
+    rows = {}
+    for r in records:
+        get = r.get if hasattr(r, "get") else r.__getitem__
+        s = get("shape")
+        key = (s["M"], s["N"], s["K"], get("dtype"))
+        variant = get("config").get("variant", get("kernel"))
+        rows.setdefault(key, {})[variant] = r
+    lines = [f"{'M x N x K':<18} {'dtype':<9} {'seed':>6} {'tuned':>6} {'torch':>6} {'cuBLAS':>7} "
+             f"{'tuned/torch':>11} {'tuned/cuBLAS':>12} {'seed/torch':>10}"]
+    for key in sorted(rows):
+        v = rows[key]
+        seed, tuned = v.get("seed"), v.get("tuned")
+        any_rec = tuned or seed
+        f = lambda rec, k="value": f"{rec[k]:.0f}" if rec else "-"  # noqa: E731
+        ratio = lambda rec, k: f"{rec[k]:.2f}" if rec and rec[k] is not None else "-"  # noqa: E731
+        lines.append(
+            f"{f'{key[0]}x{key[1]}x{key[2]}':<18} {key[3]:<9} {f(seed):>6} {f(tuned):>6} "
+            f"{any_rec['reference']['value']:6.0f} {any_rec['ceiling']['value']:7.0f} "
+            f"{ratio(tuned, 'ratio_to_reference'):>11} {ratio(tuned, 'ratio_to_ceiling'):>12} "
+            f"{ratio(seed, 'ratio_to_reference'):>10}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tilelang_tutorial.benchmarks.gemm", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("sweep", help="time the config grid (prints; --out writes JSON)")
+    s.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
+    s.add_argument("--dtypes", nargs="+", default=["float16"], choices=DTYPES)
+    s.add_argument("--out", default=None, help="write the sweep rows as JSON here")
+    s.add_argument("--workers", type=int, default=None, help="compile threads (default: all cores)")
+    s.add_argument("--limit", type=int, default=None, help="only the first N configs of the grid")
+    r = sub.add_parser("run", help="run() and print (recording is done by python -m tilelang_tutorial.bench gemm)")
+    r.add_argument("--quick", action="store_true")
+    c = sub.add_parser("compile", help="compile the sweep grid and run() kernels only (no GPU needed)")
+    c.add_argument("--arch", default=None)
+    c.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
+    c.add_argument("--dtypes", nargs="+", default=["float16"], choices=DTYPES)
+    c.add_argument("--workers", type=int, default=None)
+    args = p.parse_args(argv)
+    if args.cmd == "sweep":
+        configs = SWEEP_CONFIGS[: args.limit] if args.limit else SWEEP_CONFIGS
+        sweep(args.sizes, args.dtypes, configs, workers=args.workers, out=args.out)
+    elif args.cmd == "run":
+        recs = run(quick=args.quick)
+        print()
+        print(summary_table(recs))
+    else:
+        jobs = [(n, n, cfg, dt) for n in args.sizes for dt in args.dtypes for cfg in SWEEP_CONFIGS]
+        compile_many(jobs, arch=args.arch, workers=args.workers)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""The kernels notebook 03's layout picker offers: builders ``(threads, policy, dtype, arch) ->
+T.prim_func``, from this lesson's small programs and the tutorial's own GEMM and MLA kernels."""
+from ...layouts import warp_policy
+from ..gemm.kernel import gemm_relu_program
+from ..mla.auto import mla_decode_program
+from ..mla.op import stages_for
+from ..tiles.scale_copy import scale_copy_program
+from . import programs
+
+
+def _policy_name(policy):
+    return policy if isinstance(policy, str) else ["Square", "FullRow", "FullCol"][int(policy.policy_type)]
+
+
+def gemm_relu(threads, policy, dtype, arch):
+    """notebook 02's kernel: a 1024^3 problem, 128x128x64 tiles, 3 stages."""
+    return gemm_relu_program(1024, 1024, 1024, block_M=128, block_N=128, block_K=64, num_stages=3,
+                             threads=threads, policy=_policy_name(policy), in_dtype=dtype)
+
+
+def mla_decode(threads, policy, dtype, arch):
+    """notebook 04's auto schedule: 64 heads, no split; its policy (FullCol) and 256 threads are
+    fixed by the kernel, so those two choices are ignored."""
+    return mla_decode_program(64, dtype, split=False, num_stages=stages_for(arch, 2))
+
+
+CATALOGUE = {
+    "parallel (notebook 01's scale_copy)":
+        lambda threads, policy, dtype, arch: scale_copy_program(64, block_M=64, block_N=64, threads=threads, dtype=dtype),
+    "gemm accumulator":
+        lambda threads, policy, dtype, arch: programs.gemm_program(128, 128, 64, threads=threads,
+                                                                   policy=warp_policy(policy), dtype=dtype),
+    "gemm, A in registers":
+        lambda threads, policy, dtype, arch: programs.gemm_rs_program(64, 64, 32, threads=threads,
+                                                                      policy=warp_policy(policy), dtype=dtype),
+    "two warpgroups (MLA-like)":
+        lambda threads, policy, dtype, arch: programs.two_warpgroup_program(threads=threads,
+                                                                            policy=warp_policy(policy), dtype=dtype),
+    "gemm_relu (notebook 02)": gemm_relu,
+    "mla_decode (notebook 04)": mla_decode,
+}

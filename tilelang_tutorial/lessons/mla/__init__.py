@@ -1,0 +1,57 @@
+"""Lesson 04: DeepSeek MLA decode (``notebooks/04_mla_decode.ipynb``).
+
+Imports run one way: :mod:`.common` (sizes, split heuristic, signature, combine) -> the schedules
+(:mod:`.auto`; the hand-written :mod:`.ws` and :mod:`.seesaw` on :mod:`.hand_scheduled`) -> the op
+(:mod:`.op`). Also: :mod:`.reference` (torch reference, random paged inputs), :mod:`.emulation`
+(the algorithm step by step in torch), :mod:`.triton_baseline`, :mod:`.exercises`, benchmark
+suites ``mla`` (:mod:`.bench`) and ``mla_timeline`` (:mod:`.timeline`).
+"""
+from ... import results
+
+NOTEBOOK = "04_mla_decode.ipynb"
+SUITES = {"mla": "bench:run", "mla_timeline": "timeline:run"}
+
+
+def measured(record):
+    """What an ``mla`` / ``mla_timeline`` record measured: the program of its schedule and config."""
+    from . import op
+
+    c, s = record["config"], record["shape"]
+    return [op.program_for(h_q=s["h_q"], dtype=record["dtype"], split=c["num_split"] > 1,
+                           softmax_scale=c["softmax_scale"], schedule=c["schedule"], arch=c.get("arch", "sm_90a"),
+                           **{k: c[k] for k in op.TILE_KNOBS if k in c})]
+
+
+results.register_suite("mla", measured)
+results.register_suite("mla_timeline", measured)
+
+
+def compile_cases():
+    from .. import HOPPER, CompileCase
+    from .op import build_mla_decode
+
+    def mla(schedule):
+        return lambda arch: build_mla_decode(128, "float16", split=True, schedule=schedule, arch=arch)
+
+    return [CompileCase("mla_decode/auto", HOPPER, mla("auto")),
+            CompileCase("mla_decode/ws", HOPPER, mla("ws")),
+            CompileCase("mla_decode/seesaw", HOPPER, mla("seesaw"))]
+
+
+def exercise_cases():
+    from .. import Exercise, WrongAnswer
+    from . import exercises as ex
+    from . import wrong_answers as wrong
+    from .solutions import combine, warp_policy
+
+    def todo(*args):
+        raise NotImplementedError
+
+    return [
+        Exercise("04 warp config", ex.check_warp_config, warp_policy.WARP_CONFIG, starter=None,
+                 wrong_answers=(WrongAnswer("one warpgroup", wrong.WARP_CONFIG_ONE_WARPGROUP, "spill"),
+                                WrongAnswer("FullRow", wrong.WARP_CONFIG_FULLROW, "inference split the columns"))),
+        Exercise("04 combine", ex.check_combine, combine.combine, starter=todo,
+                 wrong_answers=(WrongAnswer("mean", wrong.combine_mean, "relative error"),
+                                WrongAnswer("overflow", wrong.combine_no_max_subtraction, "overflow"))),
+    ]

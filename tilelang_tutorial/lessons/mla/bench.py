@@ -1,0 +1,306 @@
+"""Benchmark suite ``mla``: TileLang MLA decode vs the tutorial's Triton kernel vs eager torch.
+
+``run()`` measures on the GPU it runs on and returns records for ``results/mla.json``
+(``python -m tilelang_tutorial.bench mla``). Every point uses fresh random inputs with a
+shuffled page table, checks each implementation against the fp32 reference, and reports:
+
+* compute-bound points (h_q = 128): TFLOP/s with FLOPs = 2 * h_q * (576 + 512) * sum(seqlens),
+  compared with the measured bf16/fp16 torch matmul ceiling;
+* memory-bound points (h_q = 16): TB/s with bytes = KV read (576 * 2 bytes per token) + q + o,
+  compared with the measured device copy bandwidth.
+
+Each point is measured with every TileLang schedule (the default on sm_90a first:
+``"seesaw"``, then the hand-written ``"ws"`` and ``"auto"``, the kernel notebook 04 derives),
+one record each, with the same peers. A record's fingerprint is the schedule's program for its
+configuration (see the lesson's ``measured``).
+
+``sweep()`` prints (does not record) the tile knobs' effect at one shape.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+from ... import checks, results, runtime, timing
+from . import op as K
+from . import triton_baseline as KT
+from .common import DIM_NOPE, DIM_PE, PAGE_SIZE, default_softmax_scale
+from .reference import make_paged_inputs, mla_decode_reference
+
+SUITE = "mla"
+COMMAND = "python -m tilelang_tutorial.bench mla"
+
+
+# ------------------------------------------------------------------------------------------
+# the eager torch peer (batched; not the fp32 reference, which loops over sequences)
+# ------------------------------------------------------------------------------------------
+def mla_decode_torch(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, softmax_scale=None):
+    """Eager torch MLA decode in the input dtype: gather pages, pad, mask, two batched matmuls."""
+    import torch
+
+    scale = softmax_scale if softmax_scale is not None else default_softmax_scale()
+    b, h_q, dv = q_nope.shape
+    page = kv_cache.shape[1]
+    max_len = int(cache_seqlens.max())
+    n_pages = math.ceil(max_len / page)
+    bt = block_table[:, :n_pages].long()
+    c = kv_cache[bt].reshape(b, n_pages * page, dv)                  # (b, L, 512)
+    k_pe = pe_cache[bt].reshape(b, n_pages * page, -1)               # (b, L, 64)
+    s = (torch.bmm(q_nope, c.transpose(1, 2)) + torch.bmm(q_pe, k_pe.transpose(1, 2))).float() * scale
+    mask = torch.arange(n_pages * page, device=s.device)[None, :] >= cache_seqlens[:, None]
+    s.masked_fill_(mask[:, None, :], float("-inf"))
+    p = torch.softmax(s, dim=-1).to(q_nope.dtype)
+    return torch.bmm(p, c)
+
+
+def _flops(h_q, seqlens) -> float:
+    return 2.0 * h_q * (DIM_NOPE + DIM_PE + DIM_NOPE) * float(sum(seqlens))
+
+
+def _bytes(b, h_q, seqlens, elem=2) -> float:
+    kv = float(sum(seqlens)) * (DIM_NOPE + DIM_PE) * elem
+    q = b * h_q * (DIM_NOPE + DIM_PE) * elem
+    o = b * h_q * DIM_NOPE * elem
+    return kv + q + o
+
+
+def _inputs(b, h_q, seqlens, dtype, seed):
+    import torch
+
+    return make_paged_inputs(b, h_q, seqlens, dtype=getattr(torch, dtype), device="cuda",
+                             seed=seed, extra_pages=0)
+
+
+def _reference(x, sample: int | None = 16):
+    """fp32 reference on (at most ``sample``) sequences; returns (index, ref)."""
+    import torch
+
+    b = x["q_nope"].shape[0]
+    idx = torch.arange(b) if sample is None or b <= sample else torch.linspace(0, b - 1, sample).long()
+    sub = {k: (v[idx.to(v.device)] if k in ("q_nope", "q_pe", "block_table", "cache_seqlens") else v)
+           for k, v in x.items()}
+    return idx, mla_decode_reference(**sub)
+
+
+def _check(out, idx, ref, dtype):
+    cmp = checks.compare(out[idx.to(out.device)].float(), ref, tolerance=checks.TOLERANCE[dtype])
+    return {"rel_error": cmp.rel_error, "max_abs_error": cmp.max_abs_error,
+            "unwritten": cmp.unwritten, "tolerance": cmp.tolerance, "ok": cmp.ok,
+            "checked_sequences": int(idx.numel())}
+
+
+def schedules_measured() -> list[str]:
+    """The TileLang schedules each point is measured with: the default here, then the others
+    that build here (the hand-written ones need sm_90a)."""
+    here = K.SCHEDULES if runtime.current_arch() == "sm_90a" else ("auto",)
+    return list(dict.fromkeys([K.resolve_schedule(None), *here]))
+
+
+def _measure_point(*, b, h_q, seqlens, dtype, num_split, ceilings, memory_bound, label,
+                   torch_peer=True, seed=0, config=None) -> list[dict]:
+    """One record per TileLang schedule (:func:`schedules_measured`), the peers measured once
+    and attached to each."""
+    import torch
+
+    x = _inputs(b, h_q, seqlens, dtype, seed)
+    idx, ref = _reference(x)
+    max_len = max(seqlens)
+    auto = num_split is None
+    if auto:
+        num_split = K.choose_num_split(b, h_q, max_len, sm_count=K.sm_count())
+    config = dict(config or {})
+
+    tilelang = {}
+    for schedule in schedules_measured():
+        out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
+        launch = K.MLADecodeLaunch(**x, num_split=num_split, out=out, **{**config, "schedule": schedule})
+        launch.launch()
+        torch.cuda.synchronize()
+        tilelang[schedule] = (_check(out, idx, ref, dtype), timing.median_ms(launch.launch))
+        del out, launch
+
+    peers = {}
+    tri_split = KT.choose_num_split_triton(b, h_q, max_len)
+    tout = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
+    tri = KT.TritonMLADecodeLaunch(**x, num_split=tri_split, out=tout)
+    tri.launch()
+    torch.cuda.synchronize()
+    tri_ok = _check(tout, idx, ref, dtype)
+    tri_ms = timing.median_ms(tri.launch)
+    peers["triton"] = {"latency_ms": tri_ms, "num_split": tri_split, "correctness": tri_ok}
+
+    if torch_peer:
+        try:
+            pout = mla_decode_torch(**x)
+            t_ok = _check(pout, idx, ref, dtype)
+            t_ms = timing.median_ms(lambda: mla_decode_torch(**x))
+            peers["torch"] = {"latency_ms": t_ms, "correctness": t_ok,
+                              "note": "eager torch: page gather + padded bmm + softmax, input dtype"}
+            del pout
+        except torch.cuda.OutOfMemoryError:
+            peers["torch"] = {"latency_ms": None, "note": "out of memory at this size"}
+    else:
+        peers["torch"] = {"latency_ms": None, "note": "not measured at this size (time/memory)"}
+
+    flops, nbytes = _flops(h_q, seqlens), _bytes(b, h_q, seqlens)
+    for name, p in peers.items():
+        if p.get("latency_ms"):
+            p["tflops"] = flops / (p["latency_ms"] * 1e-3) / 1e12
+            p["tbps"] = nbytes / (p["latency_ms"] * 1e-3) / 1e12
+
+    if memory_bound:
+        metric, unit = "bandwidth", "TB/s"
+        ceiling = {"name": "device copy bandwidth (measured)", "value": ceilings.copy_gbps / 1e3, "unit": "TB/s"}
+        ref_val = peers["triton"].get("tbps")
+    else:
+        metric, unit = "throughput", "TFLOP/s"
+        ceiling = {"name": f"torch {dtype} matmul {ceilings.matmul_size}^3 (measured)",
+                   "value": ceilings.matmul_tflops[dtype], "unit": "TFLOP/s"}
+        ref_val = peers["triton"].get("tflops")
+    reference = {"name": "triton (this tutorial)", "value": ref_val, "unit": unit} if ref_val else None
+    recs = []
+    for schedule, (tl_ok, tl_ms) in tilelang.items():
+        value = (nbytes if memory_bound else flops) / (tl_ms * 1e-3) / 1e12
+        rec = results.make_record(
+            suite=SUITE, kernel="mla_decode",
+            config={"num_split": num_split, "auto_split": auto, "schedule": schedule,
+                    "block_N": config.get("block_N", 64), "num_stages": config.get("num_stages", 2),
+                    "label": label, "softmax_scale": default_softmax_scale(), "arch": runtime.current_arch()},
+            shape={"batch": b, "h_q": h_q, "kv_len": max_len, "mean_kv_len": sum(seqlens) / b,
+                   "page_size": PAGE_SIZE},
+            dtype=dtype, metric=metric, value=value, unit=unit, latency_ms=tl_ms,
+            reference=reference, ceiling=ceiling, peers=peers, correctness=tl_ok,
+            flops=flops, nbytes=nbytes,
+        )
+        rec["tflops"] = flops / (tl_ms * 1e-3) / 1e12
+        rec["tbps"] = nbytes / (tl_ms * 1e-3) / 1e12
+        rec["ceilings"] = ceilings.as_dict()
+        recs.append(rec)
+    del x, ref, tout
+    torch.cuda.empty_cache()
+    tp = peers["torch"].get("latency_ms")
+    tl_txt = " ".join(f"{s} {ms:8.3f} ms {flops / ms / 1e9:6.1f} TFLOP/s {nbytes / ms / 1e9:5.2f} TB/s "
+                      f"[{'ok' if ok['ok'] else 'FAIL'} {ok['rel_error']:.1e}] |" for s, (ok, ms) in tilelang.items())
+    print(f"{label:<18} b={b:<4} h={h_q:<4} kv={max_len:<6} {dtype:<8} split={num_split:<3} {tl_txt} "
+          f"triton {tri_ms:8.3f} ms [{'ok' if tri_ok['ok'] else 'FAIL'}] | "
+          f"torch {('%.3f ms' % tp) if tp else '-'}", flush=True)
+    return recs
+
+
+def points(quick: bool = False):
+    """The measured configurations: (label, b, h_q, kv, dtype, num_split, memory_bound, torch)."""
+    pts = []
+    kvs = (8192,) if quick else (4096, 8192, 16384, 32768)
+    for b in ((64,) if quick else (64, 128)):
+        for kv in kvs:
+            pts.append(("h128", b, 128, kv, "float16", None, False, True))
+    pts.append(("small-batch auto", 1, 128, 32768, "float16", None, False, True))
+    if not quick:
+        pts.append(("small-batch auto", 4, 128, 32768, "float16", None, False, True))
+    pts.append(("b1 no split", 1, 128, 8192, "float16", 1, False, False))
+    pts.append(("b1 auto split", 1, 128, 8192, "float16", None, False, False))
+    for kv in ((8192,) if quick else (8192, 16384, 32768)):
+        pts.append(("h16 (TP8)", 128, 16, kv, "float16", None, True, True))
+    pts.append(("bf16", 64, 128, 8192, "bfloat16", None, False, True))
+    if not quick:
+        pts.append(("varlen", 37, 128, 8000, "float16", None, False, True))
+    return pts
+
+
+def _seqlens(label, b, kv, seed):
+    if label != "varlen":
+        return [kv] * b
+    import random
+
+    rng = random.Random(seed)
+    return [rng.randint(1, kv) for _ in range(b)]  # ragged, not multiples of 64
+
+
+def run(quick: bool = False) -> results.Run:
+    """Measure every point on this GPU; returns the run (the CLI saves it)."""
+    runtime.require_gpu("the mla benchmark")
+    t0 = time.time()
+    ceilings = timing.measure_ceilings()
+    prov = results.provenance(COMMAND + (" --quick" if quick else ""))
+    print(f"ceilings: copy {ceilings.copy_gbps / 1e3:.2f} TB/s, matmul "
+          + ", ".join(f"{d} {v:.0f} TFLOP/s" for d, v in ceilings.matmul_tflops.items()), flush=True)
+    # compile every kernel the points need at once (threads overlap lowering and nvcc)
+    pts = points(quick)
+    need = {(h, d, (ns or K.choose_num_split(b, h, kv, sm_count=K.sm_count())) > 1)
+            for _, b, h, kv, d, ns, _, _ in pts}
+    t = time.time()
+    K.prebuild([dict(h_q=h, dtype=d, split=s, schedule=sch) for h, d, s in sorted(need)
+                for sch in schedules_measured()])
+    print(f"compiled {len(need)} TileLang kernels in {time.time() - t:.0f} s", flush=True)
+    recs = []
+    for i, (label, b, h_q, kv, dtype, ns, mem, tp) in enumerate(pts):
+        seqlens = _seqlens(label, b, kv, seed=i)
+        recs.extend(_measure_point(b=b, h_q=h_q, seqlens=seqlens, dtype=dtype, num_split=ns,
+                                   ceilings=ceilings, memory_bound=mem, label=label,
+                                   torch_peer=tp, seed=100 + i))
+    print(f"mla benchmark: {len(recs)} records in {time.time() - t0:.0f} s", flush=True)
+    return results.Run(recs, prov, goals=list(GOALS))
+
+
+#: The goals set for this kernel (FLOPs = 2 b h s (576 + 512)), stored with each run so the
+#: notebook judges the records it shows against them (``report.goals("mla", by="config.schedule")``).
+GOALS = (
+    {"name": "h_q 128, b 64/128, kv 8192-32768", "min": 500, "unit": "TFLOP/s",
+     "where": {"config.label": "h128", "shape.kv_len": {">=": 8192}}},
+    {"name": "h_q 128, b 64/128, kv 4096", "min": 460, "unit": "TFLOP/s",
+     "where": {"config.label": "h128", "shape.kv_len": 4096}},
+    {"name": "h_q 128, b 1, kv 32768, automatic split", "min": 300, "unit": "TFLOP/s",
+     "where": {"config.label": "small-batch auto", "shape.batch": 1}},
+    {"name": "h_q 128, b 4, kv 32768, automatic split", "min": 300, "unit": "TFLOP/s",
+     "where": {"config.label": "small-batch auto", "shape.batch": 4}},
+    {"name": "h_q 16 (TP8), b 128, kv 8192-32768", "min": 3.0, "unit": "TB/s",
+     "where": {"config.label": "h16 (TP8)"}},
+)
+
+
+def sweep(b: int = 64, h_q: int = 128, kv: int = 8192, dtype: str = "float16", configs=None):
+    """Print latency / TFLOP/s / correctness for tile configurations at one shape (not recorded)."""
+    import torch
+
+    runtime.require_gpu("mla sweep")
+    if configs is None:
+        configs = [
+            {},                                              # the default (sm_90a: "ws")
+            {"schedule": "auto"},                            # the TileLang-derived schedule
+            {"defer_sum": False},                            # reduce_sum every step
+            {"reduce_batch": 1},                             # one AllReduce per row
+            {"defer_sum": False, "reduce_batch": 1},         # ~ TileLang's example
+            {"num_stages": 1},
+            {"block_N": 32, "num_stages": 2},
+            {"block_N": 32, "num_stages": 3},
+            {"block_N": 32, "num_stages": 4},
+            # the default on sm_90a waits once per block for both parts of Q K^T; this waits twice
+            {"qk_wait": "each"},
+        ]
+    seqlens = [kv] * b
+    ns = K.choose_num_split(b, h_q, kv, sm_count=K.sm_count())
+    t = time.time()
+    try:   # compile all configurations at once; a failing one is reported below
+        K.prebuild([dict(h_q=h_q, dtype=dtype, split=ns > 1, **c) for c in configs])
+    except Exception as e:
+        print(f"(prebuild: {type(e).__name__}: {str(e)[:120]})")
+    print(f"compiled {len(configs)} configurations in {time.time() - t:.0f} s", flush=True)
+    x = _inputs(b, h_q, seqlens, dtype, seed=7)
+    idx, ref = _reference(x)
+    flops = _flops(h_q, seqlens)
+    print(f"sweep b={b} h={h_q} kv={kv} {dtype} num_split={ns}")
+    for cfg in configs:
+        t = time.time()
+        try:
+            out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
+            launch = K.MLADecodeLaunch(**x, num_split=ns, out=out, **cfg)
+            compile_s = time.time() - t
+            launch.launch()
+            torch.cuda.synchronize()
+            ok = _check(out, idx, ref, dtype)
+            ms = timing.median_ms(launch.launch)
+            print(f"  {str(cfg):<45} {ms:8.3f} ms {flops / ms / 1e9:7.1f} TFLOP/s "
+                  f"{'ok' if ok['ok'] else 'FAIL'} rel {ok['rel_error']:.1e} (compile {compile_s:.0f} s)",
+                  flush=True)
+        except Exception as e:  # keep sweeping; a config may not fit
+            print(f"  {str(cfg):<45} failed: {type(e).__name__}: {str(e)[:200]}", flush=True)

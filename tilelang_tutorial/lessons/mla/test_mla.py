@@ -1,0 +1,439 @@
+"""MLA decode (notebook 04): heuristic, emulation, bad input and sm_90a compile on CPU; numerics on a GPU.
+
+The warp-specialized design (producer warpgroup, TMA, setmaxnreg, wgmma) is Hopper-only
+(sm_90a). The same program lowered for sm_80 / sm_90 uses mma.sync + cp.async with a single KV
+buffer (it compiles; measured here ~45 s, so not in the CPU suite); sm_86 / sm_89 do not have the
+152 KiB of shared memory one Q tile + one KV block need and get ``UnsupportedArchError``.
+"""
+import math
+import re
+
+import pytest
+import torch
+
+from tilelang_tutorial import checks, runtime
+from tilelang_tutorial.lessons.mla import emulation as E
+from tilelang_tutorial.lessons.mla import auto, common, op, reference
+
+GPU = runtime.gpu_available()
+requires_gpu = pytest.mark.skipif(not GPU, reason="needs a CUDA GPU")
+
+#: The configuration the notebook compiles on CPU (same key -> TileLang's disk cache is shared).
+DEMO = dict(h_q=128, dtype="float16", split=True, schedule="auto")   # notebook 04's tour
+
+
+# ------------------------------------------------------------------------------------------------
+# the split heuristic and the split ranges (no compile)
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("b,h,kv,want", [
+    (64, 128, 8192, 1), (128, 128, 32768, 1), (64, 128, 4096, 1),   # the grid already fills 132 SMs
+    (128, 16, 8192, 1),
+    (1, 128, 32768, 64), (4, 128, 32768, 16),                         # 2 / 8 CTAs -> split to ~128
+    (1, 16, 100, 1),                                                  # 2 blocks: not worth it
+])
+def test_heuristic_choices(b, h, kv, want):
+    assert common.choose_num_split(b, h, kv, sm_count=132) == want
+
+
+def test_heuristic_properties():
+    for b in (1, 2, 3, 5, 8, 13, 32, 64, 128):
+        for h in common.SUPPORTED_HEADS:
+            for kv in (1, 64, 65, 1000, 8192, 32768):
+                s = common.choose_num_split(b, h, kv, sm_count=132)
+                assert 1 <= s <= min(common.MAX_SPLIT, math.ceil(kv / 64))
+                # never more CTAs than a few waves' worth
+                assert b * math.ceil(h / 64) * s <= max(2 * 132, b * math.ceil(h / 64))
+
+
+@pytest.mark.parametrize("n_blocks,num_split", [(1, 1), (1, 8), (3, 8), (10, 3), (512, 64), (513, 64)])
+def test_split_ranges_cover_each_block_once(n_blocks, num_split):
+    seen = []
+    for sp in range(num_split):
+        b, e, empty = E.split_range(n_blocks, num_split, sp)
+        assert e > b  # every CTA runs at least one step (its TMA loads complete before exit)
+        if not empty:
+            seen += list(range(b, e))
+    assert seen == list(range(n_blocks))
+
+
+def test_softmax_scales():
+    assert common.default_softmax_scale() == pytest.approx(1 / math.sqrt(576))
+    # DeepSeek-V3: 1/sqrt(192) * (0.1 * ln(40) + 1)^2
+    assert common.deepseek_v3_softmax_scale() == pytest.approx((0.1 * math.log(40) + 1) ** 2 / math.sqrt(192))
+
+
+# ------------------------------------------------------------------------------------------------
+# the reference and the tile-level emulation (CPU)
+# ------------------------------------------------------------------------------------------------
+def test_reference_matches_dense_attention():
+    x = reference.make_paged_inputs(3, 16, [1, 65, 130], dtype=torch.float32, seed=1)
+    ref, lse = reference.mla_decode_reference(**x, return_lse=True)
+    kv = x["kv_cache"].reshape(-1, 512)
+    pe = x["pe_cache"].reshape(-1, 64)
+    for i, n in enumerate(x["cache_seqlens"].tolist()):
+        rows = torch.cat([torch.arange(p * 64, p * 64 + 64) for p in x["block_table"][i].tolist()])[:n]
+        q = torch.cat([x["q_nope"][i], x["q_pe"][i]], dim=-1)[None]          # (1, h, 576)
+        k = torch.cat([kv[rows], pe[rows]], dim=-1)[None, None].expand(1, 16, n, 576)
+        v = kv[rows][None, None].expand(1, 16, n, 512)
+        want = torch.nn.functional.scaled_dot_product_attention(q[:, :, None], k, v, scale=1 / 24)
+        torch.testing.assert_close(ref[i], want[0, :, 0], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("schedule", ["auto", "seesaw"])
+@pytest.mark.parametrize("h,lens,num_split,dtype", [
+    (16, [1, 63, 65], 1, torch.float16),
+    (16, [1, 63, 65], 4, torch.float16),        # fewer tokens than splits
+    (32, [200, 129, 64], 3, torch.bfloat16),
+    (64, [130], 2, torch.float16),
+    (128, [300, 7], 8, torch.float16),
+    (128, [448, 385], 1, torch.bfloat16),       # 7 blocks (odd: the last pair has one) and 7 again
+])
+def test_emulation_matches_reference(h, lens, num_split, dtype, schedule):
+    x = reference.make_paged_inputs(len(lens), h, lens, dtype=dtype, seed=h + num_split)
+    ref = reference.mla_decode_reference(**x)
+    out = E.emulate_mla_decode(**x, num_split=num_split, schedule=schedule)
+    checks.assert_close(out, ref, tolerance=checks.TOLERANCE[str(dtype).split(".")[1]],
+                        what=f"emulation ({schedule})")
+
+
+def test_seesaw_emulation_shares_the_work():
+    # 5 blocks: warpgroup 0 scores blocks 0, 2, 4 and warpgroup 1 blocks 1, 3; each keeps a
+    # share of the denominator and the shares add up to the one-warpgroup denominator
+    x = reference.make_paged_inputs(1, 64, [300], seed=5)
+    shares = []
+    out = E.emulate_mla_decode(**x, schedule="seesaw", shares=shares)
+    (sh,) = shares
+    assert sh.blocks_scored == [[0, 2, 4], [1, 3]]
+    assert all(torch.all(d > 0) for d in sh.denom_share) and torch.equal(sh.m[0], sh.m[1])
+    traces = []
+    torch.testing.assert_close(out, E.emulate_mla_decode(**x, traces=traces), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(sh.denom_share[0] + sh.denom_share[1], traces[0].steps[-1].denom, rtol=1e-5, atol=0)
+    with pytest.raises(ValueError, match="schedule"):
+        E.emulate_mla_decode(**x, schedule="ws")
+
+
+def test_emulation_trace_shows_online_softmax():
+    x = reference.make_paged_inputs(1, 16, [200], seed=3)
+    traces = []
+    E.emulate_mla_decode(**x, traces=traces)
+    steps = traces[0].steps
+    assert [s.block for s in steps] == [0, 1, 2, 3] and steps[-1].tokens == (192, 200)
+    for a, b in zip(steps, steps[1:]):
+        assert torch.all(b.m >= a.m) and torch.all(b.alpha <= 1)   # running max never decreases
+
+
+def test_combine_splits_is_exact():
+    o = torch.randn(2, 3, 5, 8, dtype=torch.float64)
+    lse = torch.randn(2, 3, 5, dtype=torch.float64) * 10
+    lse[0, 0, 2:] = -math.inf
+    w = torch.softmax(lse * math.log(2), dim=-1)
+    torch.testing.assert_close(E.combine_splits(o, lse), (w[..., None] * o).sum(-2))
+
+
+def test_torch_peer_matches_reference():
+    from tilelang_tutorial.lessons.mla.bench import mla_decode_torch
+
+    x = reference.make_paged_inputs(3, 32, [1, 63, 65], dtype=torch.float32, seed=5)
+    torch.testing.assert_close(mla_decode_torch(**x), reference.mla_decode_reference(**x), rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------------------------------------------------------
+# bad input: validated before require_gpu, so checkable without a GPU
+# ------------------------------------------------------------------------------------------------
+def _good(**over):
+    x = reference.make_paged_inputs(2, 16, [65, 3], seed=0)
+    x.update(over)
+    return x
+
+
+@pytest.mark.parametrize("mutate,err,msg", [
+    (lambda x: x.update(q_nope=x["q_nope"][..., :256].contiguous()), ValueError, "512"),
+    (lambda x: x.update(q_nope=torch.zeros(2, 24, 512, dtype=torch.float16)), ValueError, "heads"),
+    (lambda x: x.update(q_pe=x["q_pe"][..., :32].contiguous()), ValueError, "q_pe"),
+    (lambda x: x.update(q_pe=x["q_pe"].float()), TypeError, "q_pe must be float16"),
+    (lambda x: x.update(q_nope=x["q_nope"].float(), q_pe=x["q_pe"].float()), TypeError, "q_nope must be"),
+    (lambda x: x.update(kv_cache=x["kv_cache"].to(torch.bfloat16)), TypeError, "kv_cache"),
+    (lambda x: x.update(kv_cache=x["kv_cache"][:, :32].contiguous()), ValueError, "kv_cache"),
+    (lambda x: x.update(pe_cache=x["pe_cache"][:-1].contiguous()), ValueError, "pe_cache"),
+    (lambda x: x.update(block_table=x["block_table"].long()), TypeError, "block_table must be int32"),
+    (lambda x: x.update(block_table=x["block_table"][:, :1].contiguous()), ValueError, "too short"),
+    (lambda x: x.update(cache_seqlens=torch.tensor([65, 0], dtype=torch.int32)), ValueError, ">= 1"),
+    (lambda x: x.update(cache_seqlens=torch.tensor([65], dtype=torch.int32)), ValueError, "cache_seqlens"),
+    (lambda x: x["block_table"].__setitem__((1, 0), 999), ValueError, "page ids"),
+    (lambda x: x.update(q_nope=x["q_nope"].transpose(0, 1).contiguous().transpose(0, 1)), ValueError, "contiguous"),
+])
+def test_bad_input_is_rejected_before_needing_a_gpu(mutate, err, msg):
+    x = _good()
+    mutate(x)
+    with pytest.raises(err, match=msg):
+        op.mla_decode(**x)
+
+
+def test_bad_num_split():
+    with pytest.raises(ValueError, match="num_split"):
+        op.mla_decode(**_good(), num_split=0)
+    with pytest.raises(ValueError, match="num_split"):
+        op.mla_decode(**_good(), num_split=1000)
+
+
+@pytest.mark.skipif(GPU, reason="CPU tensors on a GPU machine hit the device check instead")
+def test_cpu_tensors_name_the_device():
+    with pytest.raises(ValueError, match="must be on a cuda device"):
+        op.mla_decode(**_good())
+
+
+def test_unsupported_arch_is_a_clear_error():
+    for arch in ("sm_86", "sm_89"):
+        with pytest.raises(op.UnsupportedArchError, match="shared memory"):
+            op.build_mla_decode(128, arch=arch)
+
+
+def test_program_validation():
+    with pytest.raises(ValueError, match="h_q"):
+        auto.mla_decode_program(48)
+    with pytest.raises(ValueError, match="block_N"):
+        auto.mla_decode_program(128, block_N=128)
+    with pytest.raises(ValueError, match="threads"):
+        auto.mla_decode_program(128, threads=128)
+
+
+# ------------------------------------------------------------------------------------------------
+# compile for Hopper on CPU: the generated code has the structure the notebook describes
+# ------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def hopper_source():
+    with runtime.arch_override("sm_90a"):
+        kernel = op.build_mla_decode(**DEMO)
+    return kernel.get_kernel_source()
+
+
+def test_sm90a_structure(hopper_source):
+    src = hopper_source
+    # 384 threads: 2 consumer warpgroups + the producer added by warp specialization
+    assert "__launch_bounds__(384, 1)" in src
+    assert re.search(r"warpgroup_reg_dealloc<\d+>", src) and re.search(r"warpgroup_reg_alloc<\d+>", src)
+    assert "tma_load(KV_desc" in src and "arrive_and_expect_tx" in src
+    shapes = set(re.findall(r"wgmma_ss<[^>]*?, (\d+), (\d+), (\d+), (?:false|true)", src))
+    assert ("64", "32", "16") in shapes      # Q K^T: each warpgroup 64 x (64/2) columns
+    assert ("64", "256", "16") in shapes     # P V:   each warpgroup 64 x 256 of acc_o
+    assert re.search(r"float acc_o\[128\];", src)   # 64*256 fp32 / 128 threads
+    assert re.search(r"float acc_s\[16\];", src)    # 64*32 fp32 / 128 threads
+    assert "AllReduce<tl::MaxOp, 256" in src        # row max across both warpgroups
+    assert src.count("__global__ void __launch_bounds__") == 2   # attention + combine
+
+
+# ------------------------------------------------------------------------------------------------
+# the hand-written warp-specialized schedules ("ws", and "seesaw", the sm_90a default)
+# ------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def ws_source():
+    with runtime.arch_override("sm_90a"):
+        kernel = op.build_mla_decode(128, "float16", split=True, schedule="ws")
+    return kernel.get_kernel_source()
+
+
+@pytest.fixture(scope="module")
+def seesaw_source():
+    with runtime.arch_override("sm_90a"):
+        kernel = op.build_mla_decode(128, "float16", split=True)     # None -> "seesaw" on sm_90a
+    return kernel.get_kernel_source()
+
+
+def test_default_schedule_on_sm90a_is_seesaw():
+    assert op.resolve_schedule(None, "sm_90a") == "seesaw" == op.DEFAULT_SM90A_SCHEDULE
+    assert op.resolve_schedule(None, "sm_90a", block_N=32) == "auto"   # tile knobs are auto's
+    assert op.resolve_schedule(None, "sm_80") == "auto"
+    assert op.resolve_schedule("auto", "sm_90a") == "auto"
+
+
+def test_ws_structure(ws_source):
+    src = ws_source
+    assert "__launch_bounds__(384, 1)" in src
+    from tilelang_tutorial.lessons.mla import ws as W
+    # the three roles and their register budgets
+    assert f"warpgroup_reg_alloc<{W.REGS_SCORE}>" in src and f"warpgroup_reg_alloc<{W.REGS_VALUE}>" in src
+    assert f"warpgroup_reg_dealloc<{W.REGS_PRODUCER}>" in src
+    shapes = set(re.findall(r"wgmma_ss<[^>]*?, (\d+), (\d+), (\d+), (?:false|true)", src))
+    assert shapes == {("64", "64", "16"), ("64", "256", "16")}   # whole 64 x 64 scores; 64 x 256 halves of O
+    assert re.search(r"float acc_s\[32\];", src)                 # 64*64 fp32 / 128 threads
+    # softmax rows live in one warpgroup: reductions over the 4 threads of a quad only
+    assert "AllReduce<tl::MaxOp, 4," in src and "AllReduce<tl::MaxOp, 256" not in src
+    # Q and the paged KV blocks arrive by TMA on the program's own mbarriers
+    assert "tma_load(Q_desc, q_full" in src and "tma_load(KV_desc, kv_full" in src
+    for bar in ("kv_empty", "p_full", "p_empty", "stats_ready"):
+        assert f"{bar}[0].wait(" in src or f"{bar}[(" in src
+    assert "__any_sync" in src                                     # the warp-uniform rescale skip
+    assert src.count("__global__ void __launch_bounds__") == 2     # attention + combine
+
+
+def test_seesaw_structure(seesaw_source):
+    src = seesaw_source
+    from tilelang_tutorial.lessons.mla import seesaw as S
+    assert "__launch_bounds__(384, 1)" in src
+    # two consumer warpgroups with the same budget, one producer
+    assert src.count(f"warpgroup_reg_alloc<{S.REGS_CONSUMER}>") == 2
+    assert f"warpgroup_reg_dealloc<{S.REGS_PRODUCER}>" in src
+    shapes = set(re.findall(r"wgmma_ss<[^>]*?, (\d+), (\d+), (\d+), (?:false|true)", src))
+    assert shapes == {("64", "64", "16"), ("64", "256", "16")}
+    # both warpgroups compute whole 64 x 64 score tiles, each with its own accumulator
+    assert re.search(r"float acc_s0\[32\];", src) and re.search(r"float acc_s1\[32\];", src)
+    assert "AllReduce<tl::MaxOp, 4," in src and "AllReduce<tl::MaxOp, 256" not in src
+    # each waits for the other's P and max; KV halves arrive on their own barriers
+    assert "p_full[0].wait(" in src and "p_full[1].wait(" in src
+    assert "tma_load(KV_desc, full_l[" in src and "tma_load(K_pe_desc, full_r[" in src
+    # the score wgmma chain is left running while the other block's max is adopted
+    assert "wait_wgmma<1>" in src
+    assert "__any_sync" in src
+    assert src.count("__global__ void __launch_bounds__") == 2     # attention + combine
+
+
+def test_hand_written_schedule_validation():
+    with pytest.raises(ValueError, match="schedule"):
+        op.build_mla_decode(128, schedule="seesaw2", arch="sm_90a")
+    for schedule in op.HAND_WRITTEN:
+        with pytest.raises(op.UnsupportedArchError, match="sm_90a"):
+            op.build_mla_decode(128, schedule=schedule, arch="sm_80")
+        with pytest.raises(ValueError, match="tile knobs"):
+            op.build_mla_decode(128, schedule=schedule, block_N=32, arch="sm_90a")
+
+
+#: The two Q K^T wait schedules (``build_mla_decode(qk_wait=...)``);
+#: ``benchmarks.mla.sweep`` measures them. Each must compile for sm_90a and stay correct.
+VARIANTS = [
+    dict(qk_wait="each"),     # the sm_90a default is "single"; "each" is the other schedule
+    dict(qk_wait="single"),
+]
+VARIANT_IDS = ["qk_wait-each", "qk_wait-single"]
+
+
+@pytest.fixture(scope="module")
+def variant_sources():
+    with runtime.arch_override("sm_90a"):
+        kernels = op.prebuild([dict(h_q=128, dtype="float16", split=False, **v) for v in VARIANTS])
+    return [k.get_kernel_source() for k in kernels]
+
+
+@pytest.mark.parametrize("i", range(len(VARIANTS)), ids=VARIANT_IDS)
+def test_variant_compiles_for_sm90a(variant_sources, i):
+    src, v = variant_sources[i], VARIANTS[i]
+    assert "__launch_bounds__(384, 1)" in src and "tma_load(KV_desc" in src
+    loop = src[src.index("warpgroup_reg_alloc"):]
+    # "single": one wait per KV block covers both parts of Q K^T; "each": one after each part
+    first_pv = loop.index("64, 256, 16")
+    assert loop[:first_pv].count("warpgroup_wait<0>") == (1 if v["qk_wait"] == "single" else 2)
+
+
+def test_variant_validation():
+    with pytest.raises(ValueError, match="qk_wait"):
+        auto.mla_decode_program(128, qk_wait="never")
+    with pytest.raises(op.UnsupportedArchError, match="sm_90a"):
+        op.build_mla_decode(128, qk_wait="single", arch="sm_80")
+
+
+def test_triton_peer_compiles_for_sm90_without_gpu():
+    triton = pytest.importorskip("triton")
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from tilelang_tutorial.lessons.mla import triton_baseline as MT
+
+    sig = {"Q": "*fp16", "QPE": "*fp16", "KV": "*fp16", "KPE": "*fp16", "BT": "*i32", "SEQLENS": "*i32",
+           "LSE": "*fp32", "OPART": "*fp32", "stride_bt": "i32", "num_split": "i32", "scale_log2": "fp32",
+           "H": "constexpr", "BLOCK_H": "constexpr", "BLOCK_N": "constexpr", "DV": "constexpr",
+           "DPE": "constexpr", "PAGE": "constexpr"}
+    consts = {"H": 128, "BLOCK_H": MT.BLOCK_H, "BLOCK_N": MT.BLOCK_N, "DV": 512, "DPE": 64, "PAGE": 64}
+    k = triton.compile(ASTSource(fn=MT._mla_split_kernel, signature=sig, constexprs=consts),
+                       target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "num_stages": 2})
+    assert "mma" in k.asm["ptx"]
+
+
+# ------------------------------------------------------------------------------------------------
+# GPU: numerics against the fp32 reference on fresh random inputs, poisoned outputs
+# ------------------------------------------------------------------------------------------------
+GPU_CASES = [
+    # (lengths, num_split): ragged, 1/63/65, non-power-of-two batch; auto, none, many splits
+    ([1, 63, 65, 64, 130, 1000], None),
+    ([1, 63, 65, 64, 130, 1000], 1),
+    ([1, 63, 65, 200, 5000], 7),              # sequences with fewer blocks than splits
+    ([20000, 333, 4097], None),
+]
+
+
+@pytest.fixture(scope="module")
+def gpu_kernels():
+    if not GPU:
+        pytest.skip("needs a CUDA GPU")
+    cfgs = [dict(h_q=h, dtype=d, split=s, schedule=sch) for h in common.SUPPORTED_HEADS
+            for d in ("float16", "bfloat16") for s in (False, True) for sch in op.SCHEDULES]
+    cfgs += [dict(h_q=128, dtype="float16", split=s, softmax_scale=common.deepseek_v3_softmax_scale())
+             for s in (False, True)]
+    op.prebuild(cfgs)   # compile the 18 kernels in parallel once
+
+
+@requires_gpu
+@pytest.mark.parametrize("schedule", op.SCHEDULES)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("h", common.SUPPORTED_HEADS)
+@pytest.mark.parametrize("lens,num_split", GPU_CASES)
+def test_gpu_matches_reference(gpu_kernels, dtype, h, lens, num_split, schedule):
+    x = reference.make_paged_inputs(len(lens), h, lens, dtype=getattr(torch, dtype), device="cuda",
+                            seed=h + len(lens))
+    out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
+    op.mla_decode(**x, num_split=num_split, out=out, schedule=schedule)
+    checks.assert_close(out, reference.mla_decode_reference(**x), tolerance=checks.TOLERANCE[dtype],
+                        what=f"mla_decode {schedule} h={h} {dtype} lens={lens} split={num_split}")
+
+
+@requires_gpu
+@pytest.mark.parametrize("num_split", [1, 5])
+def test_gpu_deepseek_scale(gpu_kernels, num_split):
+    scale = common.deepseek_v3_softmax_scale()
+    x = reference.make_paged_inputs(3, 128, [77, 1, 3000], device="cuda", seed=11)
+    out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
+    op.mla_decode(**x, num_split=num_split, softmax_scale=scale, out=out)
+    checks.assert_close(out, reference.mla_decode_reference(**x, softmax_scale=scale),
+                        tolerance=checks.TOLERANCE["float16"])
+
+
+@requires_gpu
+def test_gpu_split_matches_no_split(gpu_kernels):
+    x = reference.make_paged_inputs(2, 128, [4096, 4001], device="cuda", seed=12)
+    a = op.mla_decode(**x, num_split=1).float()
+    for s in (2, 3, 16, 64):
+        checks.assert_close(op.mla_decode(**x, num_split=s), a, tolerance=2e-3, what=f"split {s}")
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("h", [16, 128])
+@pytest.mark.parametrize("lens,num_split", GPU_CASES)
+def test_gpu_triton_peer(dtype, h, lens, num_split):
+    from tilelang_tutorial.lessons.mla.triton_baseline import mla_decode_triton
+
+    x = reference.make_paged_inputs(len(lens), h, lens, dtype=getattr(torch, dtype), device="cuda", seed=h)
+    out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
+    mla_decode_triton(**x, num_split=num_split, out=out)
+    checks.assert_close(out, reference.mla_decode_reference(**x), tolerance=checks.TOLERANCE[dtype],
+                        what=f"triton h={h} {dtype} lens={lens}")
+
+
+VARIANT_CASES = [
+    # (h, lengths, num_split): varlen with odd block counts,
+    # no split, and a split whose shares are odd / empty
+    (128, [1, 63, 65, 64, 130, 1000, 4097], 1),
+    (128, [1, 63, 65, 200, 5000], 7),
+    (16, [20000, 333, 4097], None),
+]
+
+
+@requires_gpu
+@pytest.mark.parametrize("variant", VARIANTS, ids=VARIANT_IDS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("h,lens,num_split", VARIANT_CASES)
+def test_gpu_variant_matches_reference(variant, dtype, h, lens, num_split):
+    x = reference.make_paged_inputs(len(lens), h, lens, dtype=getattr(torch, dtype), device="cuda",
+                            seed=h + len(lens) + 1)
+    out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
+    op.mla_decode(**x, num_split=num_split, out=out, **variant)
+    checks.assert_close(out, reference.mla_decode_reference(**x), tolerance=checks.TOLERANCE[dtype],
+                        what=f"mla_decode {variant} h={h} {dtype} lens={lens} split={num_split}")

@@ -1,0 +1,63 @@
+"""Lesson 05: a fused RMSNorm + SiLU drop-in for every channel width
+(``notebooks/05_rmsnorm_silu.ipynb``).
+
+Kernel :mod:`.kernel` (the layout-annotated kernel, the naive one it replaces, the op), the
+pre-existing Triton path :mod:`.triton_existing`, the dispatch :mod:`.dispatch`, a video-VAE
+block :mod:`.vae_block`, exercises :mod:`.exercises`, benchmark suite ``rmsnorm`` (:mod:`.bench`).
+"""
+from ... import results
+
+NOTEBOOK = "05_rmsnorm_silu.ipynb"
+SUITES = {"rmsnorm": "bench:run"}
+
+
+def measured(record):
+    """What an ``rmsnorm`` record measured: the kernel's program (and, for the op and the VAE
+    block, the Python code that calls it)."""
+    from . import dispatch, kernel, vae_block
+
+    c, dtype = record["config"], record["dtype"]
+    C = record["shape"]["C"]
+    if record["kernel"] == "rmsnorm_silu_naive":
+        return [kernel.naive_rmsnorm_silu_program(C, dtype, c["block_m"], c["threads"])]
+    cfg = kernel.RMSNormSiLUConfig(**{k: v for k, v in c["kernel_config"].items() if k != "block_m"})
+    program = kernel.rmsnorm_silu_program(C, dtype, cfg)
+    if record["kernel"] == "vae_block_e2e":
+        return ([program] if c["dispatch_path"] == "tilelang" else []) + [vae_block.VAEResBlock, vae_block.fused_norm_silu, vae_block.eager_norm_silu,
+                                                                            dispatch.fused_rmsnorm_silu]
+    return [program, kernel.rmsnorm_silu]
+
+
+results.register_suite("rmsnorm", measured)
+
+
+def compile_cases():
+    from .. import PORTABLE, CompileCase
+    from .kernel import build_rmsnorm_silu
+
+    return [CompileCase(f"rmsnorm_silu/C={C}", PORTABLE,
+                        lambda arch, C=C: build_rmsnorm_silu(C, "float16", arch=arch)) for C in (640, 96)]
+
+
+def exercise_cases():
+    from .. import Exercise, WrongAnswer
+    from . import exercises as ex
+    from . import wrong_answers as wrong
+    from .kernel import RMSNormSiLUConfig, rmsnorm_silu_program
+    from .solutions import config, residual
+
+    def todo(*args):
+        raise NotImplementedError
+
+    return [
+        Exercise("05 config", ex.check_rmsnorm_config, config.CONFIG_640, starter=None,
+                 wrong_answers=(WrongAnswer("a warp per row", wrong.rmsnorm_config_warp_per_row(), "divisor of 80"),)),
+        Exercise("05 residual", ex.check_residual_rmsnorm_silu, residual.residual_rmsnorm_silu_solution,
+                 starter=todo,
+                 wrong_answers=(
+                     WrongAnswer("layout left to inference", wrong.wrong_residual_no_layout, "16-byte vectors"),
+                     WrongAnswer("4 parameters", lambda C, dtype="float16": rmsnorm_silu_program(C, dtype),
+                                 "5 parameters"),
+                     WrongAnswer("added after the norm", wrong.wrong_residual_after_norm, "wrong values"),
+                 )),
+    ]

@@ -1,0 +1,78 @@
+"""One call site for fused RMSNorm + SiLU: keep the existing fast paths, fill the gaps with TileLang.
+
+    from tilelang_tutorial.norm_dispatch import fused_rmsnorm_silu
+    y = fused_rmsnorm_silu(x, gamma, eps=1e-5, out=None)     # x: (..., C) channels-last
+
+Routing is by channel width C = x.shape[-1]:
+
+* C registered in ``FAST_PATHS`` (the pre-existing, hand-tuned kernels: Triton for 96, 192, 384)
+  -> that kernel, unchanged;
+* any other C that is a multiple of 32 -> the TileLang kernel
+  (``tilelang_tutorial.kernels.rmsnorm_silu``);
+* C not a multiple of 32 -> ``ValueError`` naming the width and the supported ones. There is no
+  silent fallback: a caller who wants eager torch for odd widths asks for it explicitly
+  (``F.silu(F.rms_norm(x, (C,), gamma, eps))``), so a slow path never hides behind this name.
+
+``which_path(C)`` tells which path a width takes without running anything (it works on a CPU).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from . import kernel as _tilelang
+from .kernel import CHANNEL_MULTIPLE, DEFAULT_EPS
+
+
+@dataclass(frozen=True)
+class NormPath:
+    name: str            # short label: "triton" / "tilelang"
+    description: str
+    fn: Callable         # fn(x, gamma, eps=..., out=...) -> y
+
+
+def _triton_fn(x, gamma, eps=DEFAULT_EPS, out=None):
+    # Imported on first use so that the dispatch (and which_path) works where triton is absent.
+    from .triton_existing import rmsnorm_silu_triton
+
+    return rmsnorm_silu_triton(x, gamma, eps=eps, out=out)
+
+
+_TRITON = NormPath("triton", "pre-existing hand-tuned Triton kernel (kernels/rmsnorm_silu_triton.py)", _triton_fn)
+TILELANG_PATH = NormPath("tilelang", "TileLang kernel for any C % 32 == 0 (kernels/rmsnorm_silu.py)",
+                         _tilelang.rmsnorm_silu)
+
+#: The registry of existing fast paths, keyed by channel width.
+FAST_PATHS: dict[int, NormPath] = {96: _TRITON, 192: _TRITON, 384: _TRITON}
+
+
+def register_fast_path(C: int, path: NormPath) -> None:
+    """Add (or replace) the kernel used for width C."""
+    FAST_PATHS[int(C)] = path
+
+
+def resolve(C: int) -> NormPath:
+    """The path width C takes; ValueError when no path supports it."""
+    C = int(C)
+    if C in FAST_PATHS:
+        return FAST_PATHS[C]
+    if C > 0 and C % CHANNEL_MULTIPLE == 0:
+        return TILELANG_PATH
+    raise ValueError(
+        f"fused_rmsnorm_silu: no kernel for channel width C = {C}: the fast paths cover "
+        f"{sorted(FAST_PATHS)} and the TileLang kernel covers multiples of {CHANNEL_MULTIPLE}. "
+        f"Use F.silu(F.rms_norm(x, (C,), gamma, eps)) for this width."
+    )
+
+
+def which_path(C: int) -> str:
+    """'triton' or 'tilelang' for a supported width (raises ValueError for an unsupported one)."""
+    return resolve(C).name
+
+
+def fused_rmsnorm_silu(x, gamma, eps: float = DEFAULT_EPS, out=None):
+    """y = silu(rms_norm(x) * gamma) over the last dim, through the path registered for C."""
+    shape = getattr(x, "shape", None)
+    if shape is None or len(shape) == 0:
+        raise TypeError(f"fused_rmsnorm_silu: x must be a tensor with a channel dimension, got {type(x).__name__}")
+    return resolve(shape[-1]).fn(x, gamma, eps=eps, out=out)

@@ -1,0 +1,333 @@
+"""Fused RMSNorm + SiLU over the channel (last) dimension, written in TileLang.
+
+    y[r, c] = silu( x[r, c] / sqrt(mean_c(x[r, :]^2) + eps) * gamma[c] ),   silu(v) = v * sigmoid(v)
+
+for an (M, C) view of a channels-last tensor (any leading shape: BTHWC, BHWC, ...), fp16 or bf16
+in and out, fp32 arithmetic inside. Any C that is a multiple of 32.
+
+Design (why it looks like this)
+-------------------------------
+The op is memory-bound: each element is read once and written once, and a handful of FLOPs sit
+in between. So the only goal is to move 16-byte vectors with every thread of the GPU busy, at
+*every* width.
+
+A naive tile kernel (``naive_rmsnorm_silu_program`` below, kept for the comparison in notebook 05)
+allocates a ``(block_m, C)`` fragment and lets TileLang's layout inference spread it over the
+threads. When a row is a power-of-two number of 16-byte vectors (C = 128, 256, 512, 1024)
+inference finds a good layout (a power-of-two group of lanes per row, 8 contiguous halves per
+thread). Otherwise (C / 8 = 12, 20, 24, 40, 48, 80, 96 for C = 96, 160, 192, 320, 384, 640, 768) it
+cannot tile the row over a power-of-two thread group and falls back to "a whole row per thread",
+replicated over the block: every thread computes the same rows, only ``block_m`` threads store, the
+global loads shrink (4 bytes at C = 96) and the stores stride by a whole row. That is our
+explanation of the 17-207 GB/s the issue measured at C = 96/160/320/640.
+
+This kernel does not leave that choice to inference. It *annotates* the fragment layout
+(``row_group_layout``): each row is owned by a group of ``group`` consecutive threads (a power of two
+that divides C / 8, at most a warp); thread ``t`` of the group holds the 8-element (16-byte) vectors
+``t, t + group, t + 2*group, ...`` of the row, so one load instruction of the group covers
+``group * 16`` contiguous bytes, and the row stays in registers between the sum of squares and the
+output (C <= 1024 is at most 40 halves per thread with the default configs; larger C works, with more
+registers). The block holds ``threads // group`` rows per pass (times ``rows_per_thread``). The sum
+of squares is an fp32 ``T.reduce_sum`` whose reduction only crosses the ``group`` threads of a row
+(warp shuffles, no shared memory, no barrier). No shared memory and no TMA at all, so the TMA box
+limit (256 elements per dimension) that made the original kernel chunk C does not apply.
+
+SiLU is written ``v / (1 + exp2(-v * log2 e))``: TileLang vectorises it into float4 code and
+nvcc emits one ``ex2.approx`` per element; ``fast_math=True`` (an approximate ``__fdividef``) is
+offered to the tuning sweep only.
+
+``M`` is dynamic (``T.dynamic``): one compiled kernel per (C, dtype, config) serves every number
+of rows; the last block's rows are bounds-checked. ``eps`` is a runtime scalar argument.
+"""
+# No `from __future__ import annotations`: T.prim_func evaluates the kernel's annotations.
+import functools
+from dataclasses import asdict, dataclass
+
+import tilelang.language as T
+from tilelang.layout import Fragment
+
+from ... import runtime
+from ...checks import check_tensor
+
+#: Channel widths must be a multiple of this (four 16-byte vectors of fp16/bf16).
+CHANNEL_MULTIPLE = 32
+#: Elements per 16-byte vector load/store (fp16/bf16).
+VEC = 8
+DEFAULT_EPS = 1e-5
+LOG2_E = 1.4426950408889634
+SUPPORTED_DTYPES = ("float16", "bfloat16")
+
+
+@dataclass(frozen=True)
+class RMSNormSiLUConfig:
+    """How one (C, dtype) kernel is laid out on the GPU.
+
+    group:            threads that share one row (power of two, divides C // 8, <= 32)
+    threads:          threads per block (multiple of ``group``)
+    rows_per_thread:  rows each thread group handles (block rows = threads // group * this)
+    fast_math:        False: silu as v / (1 + 2^(-v*log2 e)) with an IEEE division -- TileLang
+                      vectorises it into float4 code, ~46 registers/thread at C = 640.
+                      True: ``__fdividef`` (one approximate reciprocal); TileLang cannot vectorise
+                      the extern call, the scalar loop needs more registers, so the block also asks
+                      for 1024 resident threads per SM (``__launch_bounds__``). For the tuning sweep.
+    """
+
+    group: int
+    threads: int
+    rows_per_thread: int = 1
+    fast_math: bool = False
+
+    def block_m(self) -> int:
+        return self.threads // self.group * self.rows_per_thread
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["block_m"] = self.block_m()
+        return d
+
+
+def valid_groups(C: int) -> list[int]:
+    """Thread-group sizes that tile a row of C channels with 16-byte vectors."""
+    n_vec = C // VEC
+    return [g for g in (1, 2, 4, 8, 16, 32) if n_vec % g == 0]
+
+
+def default_config(C: int, dtype: str = "float16") -> RMSNormSiLUConfig:
+    """The config the op uses for width C (``benchmarks.rmsnorm.sweep`` explores the others).
+
+    The largest group (<= a warp) that still leaves every thread >= 2 vectors of the row: enough
+    independent 16-byte loads in flight per thread, few shuffle rounds per element. 128 threads
+    per block for groups of up to 8 lanes, 256 for groups of 16 or 32 so a block still holds 8+ rows.
+    """
+    _check_width(C)
+    n_vec = C // VEC
+    group = max(g for g in valid_groups(C) if n_vec // g >= 2 or g == 1)
+    threads = 128 if group <= 8 else 256
+    return RMSNormSiLUConfig(group=group, threads=threads, rows_per_thread=1)
+
+
+def _check_width(C: int) -> None:
+    if not isinstance(C, int) or C <= 0 or C % CHANNEL_MULTIPLE != 0:
+        raise ValueError(
+            f"rmsnorm_silu supports channel widths that are a positive multiple of {CHANNEL_MULTIPLE}; "
+            f"got C = {C!r}. (Pad the channels, or use torch: F.silu(F.rms_norm(x, (C,), gamma, eps)).)"
+        )
+
+
+def row_group_layout(block_m: int, C: int, group: int, threads: int) -> Fragment:
+    """Fragment layout of a (block_m, C) tile: row i -> thread group, 16-byte vectors round-robin.
+
+    thread(i, j) = (i mod rows_per_pass) * group + (j // 8) mod group
+    local(i, j)  = (i // rows_per_pass) * (C // group) + (j // (8 * group)) * 8 + j mod 8
+    """
+    rows_per_pass = threads // group
+    per_thread = C // group
+
+    def thread_fn(i, j):
+        return (i % rows_per_pass) * group + (j // VEC) % group
+
+    def index_fn(i, j):
+        return (i // rows_per_pass) * per_thread + (j // (VEC * group)) * VEC + j % VEC
+
+    return Fragment([block_m, C], forward_thread_fn=thread_fn, forward_index_fn=index_fn)
+
+
+def rmsnorm_silu_program(C: int, dtype: str = "float16", config: RMSNormSiLUConfig | None = None):
+    """The TileLang kernel factory: ``main(X[m, C], gamma[C], Y[m, C], eps)`` with dynamic m."""
+    _check_width(C)
+    if dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"rmsnorm_silu supports {' and '.join(SUPPORTED_DTYPES)}, got {dtype}")
+    cfg = config or default_config(C, dtype)
+    if cfg.group not in valid_groups(C):
+        raise ValueError(f"group {cfg.group} does not divide C // 8 = {C // VEC} into 16-byte vectors")
+    if cfg.threads % cfg.group or cfg.threads % 32:
+        raise ValueError(f"threads ({cfg.threads}) must be a multiple of 32 and of group ({cfg.group})")
+    group, threads, block_m, fast_math = cfg.group, cfg.threads, cfg.block_m(), cfg.fast_math
+    accum = "float32"
+    inv_c = 1.0 / C
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def main(
+        X: T.Tensor((m, C), dtype),
+        Gamma: T.Tensor((C,), dtype),
+        Y: T.Tensor((m, C), dtype),
+        eps: T.float32,
+    ):
+        with T.Kernel(T.ceildiv(m, block_m), threads=threads) as bx:
+            if fast_math:
+                T.annotate_min_blocks_per_sm(max(1, 1024 // threads))
+            x = T.alloc_fragment((block_m, C), dtype)       # the rows, kept in registers
+            sq = T.alloc_fragment((block_m, C), accum)      # x^2 in fp32 (folded away by nvcc)
+            rstd = T.alloc_fragment((block_m,), accum)      # one 1/rms per row
+            y = T.alloc_fragment((block_m, C), dtype)
+            # The fix for the non-power-of-two widths: we choose the layout, inference doesn't.
+            T.annotate_layout({
+                x: row_group_layout(block_m, C, group, threads),
+                sq: row_group_layout(block_m, C, group, threads),
+                y: row_group_layout(block_m, C, group, threads),
+            })
+            # Global -> registers, 16-byte vectors; rows >= m are predicated off (ragged M).
+            T.copy(X[bx * block_m, 0], x)
+            for i, j in T.Parallel(block_m, C):
+                sq[i, j] = T.Cast(accum, x[i, j]) * T.Cast(accum, x[i, j])
+            # fp32 sum of squares; the reduction crosses only the `group` threads of a row.
+            T.reduce_sum(sq, rstd, dim=1)
+            for i in T.Parallel(block_m):
+                rstd[i] = T.rsqrt(rstd[i] * inv_c + eps)
+            for i, j in T.Parallel(block_m, C):
+                v = T.Cast(accum, x[i, j]) * rstd[i] * T.Cast(accum, Gamma[j])
+                # silu(v) = v / (1 + e^-v), with e^-v = 2^(-v log2 e): exp2f is one ex2.approx.
+                if fast_math:
+                    y[i, j] = T.Cast(dtype, T.call_extern(accum, "__fdividef", v, 1.0 + T.exp2(v * -LOG2_E)))
+                else:
+                    y[i, j] = T.Cast(dtype, v / (1.0 + T.exp2(v * -LOG2_E)))
+            T.copy(y, Y[bx * block_m, 0])
+
+    return main
+
+
+def naive_rmsnorm_silu_program(C: int, dtype: str = "float16", block_m: int = 8, threads: int = 128):
+    """NAIVE variant, kept only for the comparison in notebook 05 -- do not use.
+
+    The single-pass fragment kernel as one would first write it: stage the tile in shared memory,
+    let layout inference place the (block_m, C) fragments. Fine when C / 8 is a power of two
+    (C = 128, 256, 512, 1024); at C = 96, 160, 192, 320, 384, 640, 768 inference gives each thread
+    a whole row, replicated across the block (see the module docstring and notebook 05).
+    """
+    _check_width(C)
+    accum = "float32"
+    inv_c = 1.0 / C
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def main(
+        X: T.Tensor((m, C), dtype),
+        Gamma: T.Tensor((C,), dtype),
+        Y: T.Tensor((m, C), dtype),
+        eps: T.float32,
+    ):
+        with T.Kernel(T.ceildiv(m, block_m), threads=threads) as bx:
+            xs = T.alloc_shared((block_m, C), dtype)
+            x = T.alloc_fragment((block_m, C), accum)
+            sq = T.alloc_fragment((block_m, C), accum)
+            rstd = T.alloc_fragment((block_m,), accum)
+            y = T.alloc_fragment((block_m, C), dtype)
+            T.copy(X[bx * block_m, 0], xs)
+            T.copy(xs, x)
+            for i, j in T.Parallel(block_m, C):
+                sq[i, j] = x[i, j] * x[i, j]
+            T.reduce_sum(sq, rstd, dim=1)
+            for i in T.Parallel(block_m):
+                rstd[i] = T.rsqrt(rstd[i] * inv_c + eps)
+            for i, j in T.Parallel(block_m, C):
+                v = x[i, j] * rstd[i] * T.Cast(accum, Gamma[j])
+                y[i, j] = T.Cast(dtype, v / (1.0 + T.exp(-v)))
+            T.copy(y, Y[bx * block_m, 0])
+
+    return main
+
+
+@functools.lru_cache(maxsize=None)
+def _build(C: int, dtype: str, config: RMSNormSiLUConfig, arch: str):
+    return runtime.compile_kernel(rmsnorm_silu_program(C, dtype, config), arch=arch)
+
+
+def build_rmsnorm_silu(C: int, dtype: str = "float16", config: RMSNormSiLUConfig | None = None,
+                       arch: str | None = None):
+    """Compiled kernel for (C, dtype[, config]) -- cached; every M shares it.
+
+    Call as ``kernel(x2d, gamma, y2d, eps)`` with contiguous CUDA tensors (the op does this).
+    """
+    _check_width(C)
+    cfg = config or default_config(C, dtype)
+    return _build(C, dtype, cfg, arch or runtime.current_arch())
+
+
+@functools.lru_cache(maxsize=None)
+def _build_naive(C: int, dtype: str, arch: str):
+    return runtime.compile_kernel(naive_rmsnorm_silu_program(C, dtype), arch=arch)
+
+
+def build_naive_rmsnorm_silu(C: int, dtype: str = "float16", arch: str | None = None):
+    """Compiled NAIVE kernel (comparison only), same calling convention as the real one."""
+    return _build_naive(C, dtype, arch or runtime.current_arch())
+
+
+def rmsnorm_silu_reference(x, gamma, eps: float = DEFAULT_EPS):
+    """fp32 torch reference: silu(rms_norm(x) * gamma) over the last dim, returned in fp32."""
+    import torch
+
+    x32 = x.to(torch.float32)
+    rstd = torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + eps)
+    v = x32 * rstd * gamma.to(torch.float32)
+    return v * torch.sigmoid(v)
+
+
+def _dtype_name(t) -> str:
+    return str(t.dtype).replace("torch.", "")
+
+
+def validate_rmsnorm_silu_inputs(x, gamma, out=None, *, what: str = "rmsnorm_silu") -> int:
+    """Check everything that can be checked without a GPU; return C. Raises TypeError/ValueError.
+
+    Non-contiguous ``x`` is an error (not a silent copy, which would double the memory traffic):
+    pass ``x.contiguous()``, or a channels-last activation viewed as (..., C), which is contiguous.
+    """
+    import torch
+
+    check_tensor(x, "x", dtype=(torch.float16, torch.bfloat16), device_type=None, contiguous=False)
+    if x.dim() < 1:
+        raise ValueError(f"{what}: x must have at least one dimension (the channels), got a scalar")
+    C = int(x.shape[-1])
+    if C % CHANNEL_MULTIPLE != 0 or C == 0:
+        raise ValueError(
+            f"{what}: channel width C = x.shape[-1] = {C} is not a multiple of {CHANNEL_MULTIPLE}; "
+            f"supported widths are 32, 64, 96, ... (use F.silu(F.rms_norm(x, (C,), gamma, eps)) for others)"
+        )
+    check_tensor(gamma, "gamma", device_type=None, contiguous=False)
+    if gamma.dtype != x.dtype:
+        raise TypeError(f"{what}: gamma must have the dtype of x ({_dtype_name(x)}), got {_dtype_name(gamma)}")
+    if gamma.dim() != 1 or gamma.shape[0] != C:
+        raise ValueError(f"{what}: gamma must have shape ({C},) to match x.shape[-1], got {tuple(gamma.shape)}")
+    if not x.is_contiguous():
+        raise ValueError(
+            f"{what}: x must be contiguous (channels-last, C innermost); got shape {tuple(x.shape)} with "
+            f"strides {x.stride()}. Pass x.contiguous() (a copy) -- the kernel does not copy silently."
+        )
+    if not gamma.is_contiguous():
+        raise ValueError(f"{what}: gamma must be contiguous, got stride {gamma.stride()}")
+    if out is not None:
+        check_tensor(out, "out", device_type=None, contiguous=False)
+        if out.dtype != x.dtype:
+            raise TypeError(f"{what}: out must have the dtype of x ({_dtype_name(x)}), got {_dtype_name(out)}")
+        if tuple(out.shape) != tuple(x.shape):
+            raise ValueError(f"{what}: out must have the shape of x {tuple(x.shape)}, got {tuple(out.shape)}")
+        if not out.is_contiguous():
+            raise ValueError(f"{what}: out must be contiguous, got strides {out.stride()}")
+        if out.numel() and out.data_ptr() == x.data_ptr():
+            raise ValueError(f"{what}: out must not be x itself (in-place is not supported)")
+    for name, t in (("x", x), ("gamma", gamma)) + ((("out", out),) if out is not None else ()):
+        if t.device.type != "cuda":
+            raise ValueError(f"{what}: {name} must be on a CUDA device, got {t.device} (move it with .to('cuda'))")
+    if gamma.device != x.device or (out is not None and out.device != x.device):
+        raise ValueError(f"{what}: x, gamma and out must be on the same device")
+    return C
+
+
+def rmsnorm_silu(x, gamma, eps: float = DEFAULT_EPS, out=None):
+    """y = silu(rms_norm(x) * gamma) over the last dim; returns ``out`` (allocated if None)."""
+    import torch
+
+    C = validate_rmsnorm_silu_inputs(x, gamma, out)
+    runtime.require_gpu("rmsnorm_silu")
+    y = torch.empty_like(x) if out is None else out
+    if x.numel() == 0:
+        return y
+    kernel = build_rmsnorm_silu(C, _dtype_name(x))
+    if x.device.index is not None and x.device.index != torch.cuda.current_device():
+        with torch.cuda.device(x.device):   # launch on x's GPU, not the current one
+            kernel(x.view(-1, C), gamma, y.view(-1, C), float(eps))
+    else:
+        kernel(x.view(-1, C), gamma, y.view(-1, C), float(eps))
+    return y

@@ -1,0 +1,393 @@
+"""RMSNorm + SiLU (notebook 05): kernel, pre-existing Triton path, dispatch, VAE block, exercise.
+
+CPU: generated code of the compiled kernels (shared with the compile-matrix test through the
+lru-cached builders), the layout, the dispatch routing, every error a caller can get without a GPU,
+the Triton kernel under Triton's CPU interpreter and compiled ahead of time for sm_90, the VAE
+block with the eager norm, the exercise checker. GPU (skipped without one): every width, both
+dtypes, ragged M, with and without out=, poisoned outputs, against the fp32 reference.
+"""
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import tilelang.language as T
+from tilelang_tutorial import checks, runtime
+from tilelang_tutorial.lessons.rmsnorm import kernel as rs
+from tilelang_tutorial.lessons.rmsnorm.kernel import LOG2_E, default_config, row_group_layout
+from tilelang_tutorial.lessons.rmsnorm import dispatch as nd
+
+requires_gpu = pytest.mark.gpu
+
+REPO = Path(__file__).resolve().parent.parent
+WIDTHS = (96, 128, 160, 192, 256, 320, 384, 512, 640, 768, 1024)
+TRITON_WIDTHS = (96, 192, 384)
+
+
+# ---------------------------------------------------------------------------------------------
+# CPU: configs, layout, generated code
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("C", WIDTHS + (32, 64, 1056, 2048))
+def test_default_config_tiles_the_row_with_16_byte_vectors(C):
+    cfg = default_config(C)
+    n_vec = C // 8
+    assert cfg.group & (cfg.group - 1) == 0 and cfg.group <= 32, cfg
+    assert n_vec % cfg.group == 0, cfg
+    assert cfg.threads % 32 == 0 and cfg.threads % cfg.group == 0
+    assert n_vec // cfg.group >= 2, "each thread should own at least two 16-byte vectors of its row"
+    if C <= 1024:
+        assert C // cfg.group <= 40, "row kept in registers: at most 40 elements per thread"
+
+
+@pytest.mark.parametrize("C", [0, 16, 100, 1000, 97])
+def test_widths_not_multiple_of_32_are_rejected_by_the_builder(C):
+    with pytest.raises(ValueError, match="multiple of 32"):
+        rs.build_rmsnorm_silu(C, "float16")
+
+
+@pytest.mark.parametrize("C,group,threads", [(96, 4, 128), (640, 16, 256)])
+def test_row_group_layout_is_a_bijection_onto_threads_and_registers(C, group, threads):
+    block_m = threads // group * 2  # two rows per thread group: exercises the register offset too
+    layout = row_group_layout(block_m, C, group, threads)
+    assert int(layout.get_thread_size()) == threads
+    seen = set()
+    for i in range(block_m):
+        for j in range(0, C, 8):
+            t = int(layout.map_forward_thread([i, j])[0])
+            k = int(layout.map_forward_index([i, j])[0])
+            # 8 consecutive channels: same thread, consecutive registers (one 16-byte vector)
+            for v in range(1, 8):
+                assert int(layout.map_forward_thread([i, j + v])[0]) == t
+                assert int(layout.map_forward_index([i, j + v])[0]) == k + v
+            # a row belongs to one group of `group` consecutive threads
+            assert t // group == i % (threads // group)
+            seen.add((t, k))
+    assert len(seen) == block_m * C // 8
+
+
+@pytest.mark.parametrize("C", [96, 640])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_90a"])
+def test_generated_cuda_moves_16_byte_vectors_and_reduces_within_the_row_group(C, arch):
+    # Same (C, dtype, arch) as catalog.ENTRIES: these builds are shared with test_compile_matrix.
+    kernel = rs.build_rmsnorm_silu(C, "float16", arch=arch)
+    assert str(kernel.target.attrs["arch"]) == arch
+    src = kernel.get_kernel_source()
+    cfg = default_config(C)
+    assert re.search(r"\*\(uint4\*\)\(X \+", src), "X must be loaded with 16-byte vectors"
+    assert re.search(r"\*\(uint4\*\)\(Y \+", src), "Y must be stored with 16-byte vectors"
+    assert f"half_t x[{C // cfg.group}];" in src, "each thread holds C / group elements of its row"
+    assert f"AllReduce<tl::SumOp, {cfg.group}, 1" in src, "the sum of squares crosses only the row's group"
+    assert "__shared__" not in src, "no shared memory: the row lives in registers"
+    assert "int m" in src, "M is dynamic: one kernel serves every row count"
+
+
+def test_naive_kernel_gives_a_whole_row_to_each_thread_at_96():
+    """What notebook 05 explains: without the annotation, C = 96 becomes one row per thread."""
+    naive = rs.build_naive_rmsnorm_silu(96, "float16", arch="sm_90a").get_kernel_source()
+    assert "float x[96];" in naive                      # the whole row in every thread
+    assert "uint4 condval" not in naive and "uint1 condval" in naive   # 4-byte global loads
+    assert re.search(r"if \(\(\(\(int\)threadIdx\.x\) >> 3\) == 0\)", naive)  # 8 of 128 threads store
+    ours = rs.build_rmsnorm_silu(96, "float16", arch="sm_90a").get_kernel_source()
+    assert "half_t x[24];" in ours and "uint4 condval" in ours
+
+
+def test_bfloat16_kernel_compiles_with_vectors():
+    kernel = rs.build_rmsnorm_silu(320, "bfloat16", arch="sm_90a")
+    src = kernel.get_kernel_source()
+    assert "bfloat16_t x[40];" in src and re.search(r"\*\(uint4\*\)\(Y \+", src)
+
+
+# ---------------------------------------------------------------------------------------------
+# CPU: dispatch and errors
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("C", WIDTHS + (32, 2048))
+def test_dispatch_routes_existing_widths_to_triton_and_the_rest_to_tilelang(C):
+    assert nd.which_path(C) == ("triton" if C in TRITON_WIDTHS else "tilelang")
+
+
+@pytest.mark.parametrize("C", [100, 95, 0, 1000])
+def test_dispatch_rejects_widths_it_has_no_kernel_for(C):
+    with pytest.raises(ValueError, match=rf"no kernel for channel width C = {C}.*multiples of 32"):
+        nd.which_path(C)
+    x = torch.zeros(4, C, dtype=torch.float16)
+    with pytest.raises(ValueError, match="multiples of 32"):
+        nd.fused_rmsnorm_silu(x, torch.ones(C, dtype=torch.float16))
+
+
+def test_register_fast_path_takes_over_a_width():
+    marker = nd.NormPath("test", "a test path", lambda x, gamma, eps=1e-5, out=None: "called")
+    old = dict(nd.FAST_PATHS)
+    try:
+        nd.register_fast_path(160, marker)
+        assert nd.which_path(160) == "test"
+        assert nd.fused_rmsnorm_silu(torch.zeros(2, 160, dtype=torch.float16), None) == "called"
+    finally:
+        nd.FAST_PATHS.clear()
+        nd.FAST_PATHS.update(old)
+    assert nd.which_path(160) == "tilelang"
+
+
+def _x(C=128, dtype=torch.float16, shape=(2, 3, 5)):
+    return torch.randn((*shape, C)).to(dtype)
+
+
+BAD_INPUTS = {
+    "fp32 x": (lambda: (_x(dtype=torch.float32), torch.ones(128), None), TypeError, "float16 or bfloat16"),
+    "C=100": (lambda: (_x(C=100), torch.ones(100, dtype=torch.float16), None), ValueError, "multiples? of 32"),
+    "gamma length": (lambda: (_x(), torch.ones(64, dtype=torch.float16), None), ValueError, r"gamma must have shape \(128,\)"),
+    "gamma dtype": (lambda: (_x(), torch.ones(128, dtype=torch.bfloat16), None), TypeError, "gamma must have the dtype of x"),
+    "gamma 2-D": (lambda: (_x(), torch.ones(1, 128, dtype=torch.float16), None), ValueError, "gamma must have shape"),
+    "non-contiguous x": (lambda: (_x(shape=(4, 6)).transpose(0, 1), torch.ones(128, dtype=torch.float16), None),
+                         ValueError, "must be contiguous"),
+    "channels sliced": (lambda: (_x(C=256)[..., :128], torch.ones(128, dtype=torch.float16), None),
+                        ValueError, "must be contiguous"),
+    "out shape": (lambda: (_x(), torch.ones(128, dtype=torch.float16), torch.empty(2, 3, 6, 128, dtype=torch.float16)),
+                  ValueError, "out must have the shape of x"),
+    "out dtype": (lambda: (_x(), torch.ones(128, dtype=torch.float16), torch.empty(2, 3, 5, 128, dtype=torch.bfloat16)),
+                  TypeError, "out must have the dtype of x"),
+    "cpu tensors": (lambda: (_x(), torch.ones(128, dtype=torch.float16), None), ValueError, "must be on a CUDA device"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+@pytest.mark.parametrize("entry", ["op", "dispatch"])
+def test_bad_input_gets_a_clear_error_before_any_gpu_is_needed(case, entry):
+    make, exc, msg = BAD_INPUTS[case]
+    x, gamma, out = make()
+    fn = rs.rmsnorm_silu if entry == "op" else nd.fused_rmsnorm_silu
+    with pytest.raises(exc, match=msg):
+        fn(x, gamma, out=out)
+
+
+def test_out_must_not_be_x():
+    x = _x()
+    with pytest.raises(ValueError, match="in-place is not supported"):
+        rs.validate_rmsnorm_silu_inputs(x, torch.ones(128, dtype=torch.float16), out=x)
+
+
+@pytest.mark.parametrize("make,msg", [
+    (lambda: (_x(C=96), torch.ones(64, dtype=torch.float16)), r"gamma must be a \(96,\)"),
+    (lambda: (_x(C=96).transpose(0, 1), torch.ones(96, dtype=torch.float16)), "must be contiguous"),
+    (lambda: (_x(C=96), torch.ones(96, dtype=torch.float16)), "must be on a CUDA device"),
+])
+def test_triton_path_errors_through_the_dispatch(make, msg):
+    x, gamma = make()
+    with pytest.raises(ValueError, match=msg):
+        nd.fused_rmsnorm_silu(x, gamma)
+
+
+def test_triton_kernel_rejects_widths_it_was_not_written_for():
+    from tilelang_tutorial.lessons.rmsnorm.triton_existing import rmsnorm_silu_triton
+
+    with pytest.raises(ValueError, match=r"specialised for D in \(96, 192, 384\)"):
+        rmsnorm_silu_triton(_x(C=160), torch.ones(160, dtype=torch.float16))
+
+
+def test_reference_matches_the_eager_torch_formula():
+    x = torch.randn(7, 96)
+    g = torch.randn(96)
+    ref = rs.rmsnorm_silu_reference(x, g, 1e-5)
+    eager = torch.nn.functional.silu(torch.nn.functional.rms_norm(x, (96,), g, 1e-5))
+    torch.testing.assert_close(ref, eager, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# CPU: the pre-existing Triton kernel (interpreter numerics, AOT compile for Hopper)
+# ---------------------------------------------------------------------------------------------
+
+_INTERPRET_SCRIPT = r"""
+import torch
+from tilelang_tutorial.lessons.rmsnorm import triton_existing as tt
+from tilelang_tutorial.lessons.rmsnorm.kernel import rmsnorm_silu_reference
+worst = 0.0
+for D in tt.SUPPORTED_WIDTHS:
+    for M in (1, 37):
+        x = torch.randn(M, D).half(); g = torch.randn(D).half()
+        y = torch.full_like(x, float("nan"))
+        tt._launch(x, g, y, 1e-5)
+        ref = rmsnorm_silu_reference(x, g, 1e-5)
+        assert not torch.isnan(y).any(), (D, M)
+        worst = max(worst, ((y.double() - ref.double()).norm() / ref.double().norm()).item())
+print("WORST", worst)
+"""
+
+
+def test_triton_kernel_numerics_under_the_cpu_interpreter():
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    proc = subprocess.run([sys.executable, "-c", _INTERPRET_SCRIPT], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    worst = float(re.search(r"WORST (\S+)", proc.stdout).group(1))
+    assert worst < checks.TOLERANCE["float16"], worst
+
+
+def test_triton_kernel_compiles_for_hopper_with_16_byte_vectors():
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from tilelang_tutorial.lessons.rmsnorm import triton_existing as tt
+
+    sig = {"X": "*fp16", "Gamma": "*fp16", "Y": "*fp16", "M": "i32", "eps": "fp32",
+           "D": "constexpr", "BLOCK_C": "constexpr", "ROWS": "constexpr"}
+    aligned = {(i,): [["tt.divisibility", 16]] for i in range(3)}
+    for D, (block_c, rows, num_warps) in tt.TUNED_CONFIGS.items():
+        src = ASTSource(fn=tt._rmsnorm_silu_kernel, signature=sig,
+                        constexprs={"D": D, "BLOCK_C": block_c, "ROWS": rows}, attrs=aligned)
+        ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps}).asm["ptx"]
+        assert "ld.global.v4.b32" in ptx and "st.global.v4.b32" in ptx, D
+
+
+# ---------------------------------------------------------------------------------------------
+# CPU: the VAE block (eager)
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("conv", ["3d", "2d"])
+def test_vae_block_runs_eagerly_on_cpu(conv):
+    from tilelang_tutorial.lessons.rmsnorm import vae_block as vb
+
+    block, x = vb.make_block_and_input(32, vb.tiny_shape(32), conv=conv, dtype=torch.float32, device="cpu")
+    y = block(x, norm="eager")
+    assert y.shape == x.shape and y.is_contiguous() and torch.isfinite(y).all()
+    # The same block by hand: norm -> conv -> norm -> conv -> + x (checks the channels-last plumbing).
+    F = torch.nn.functional
+    h = F.silu(F.rms_norm(x, (32,), block.gamma1, 1e-5))
+    conv_fn = F.conv3d if conv == "3d" else F.conv2d
+
+    def conv_ref(h, w, b):
+        if conv == "3d":
+            return conv_fn(h.permute(0, 4, 1, 2, 3).contiguous(), w.contiguous(), b, padding=1).permute(0, 2, 3, 4, 1)
+        B, Tn, H, W, C = h.shape
+        o = conv_fn(h.reshape(B * Tn, H, W, C).permute(0, 3, 1, 2).contiguous(), w.contiguous(), b, padding=1)
+        return o.permute(0, 2, 3, 1).reshape(B, Tn, H, W, C)
+
+    h = conv_ref(h, block.w1, block.b1)
+    h = conv_ref(F.silu(F.rms_norm(h, (32,), block.gamma2, 1e-5)), block.w2, block.b2)
+    torch.testing.assert_close(y, x + h, rtol=1e-4, atol=1e-4)
+
+
+def test_vae_block_fused_norm_on_cpu_is_a_clear_error():
+    from tilelang_tutorial.lessons.rmsnorm import vae_block as vb
+
+    block, x = vb.make_block_and_input(160, (1, 1, 4, 4, 160), dtype=torch.float16, device="cpu")
+    with pytest.raises(ValueError, match="CUDA device"):
+        block(x, norm="fused")
+    with pytest.raises(ValueError, match="norm must be one of"):
+        block(x, norm="nope")
+
+
+def test_vae_stage_shapes_model_720p():
+    from tilelang_tutorial.lessons.rmsnorm import vae_block as vb
+
+    assert vb.stage_shape(96, "1/1") == (1, 2, 720, 1280, 96)
+    assert vb.stage_shape(384, "1/8", frames=4) == (1, 4, 90, 160, 384)
+
+
+# ---------------------------------------------------------------------------------------------
+# CPU: benchmark driver sanity (no GPU needed)
+# ---------------------------------------------------------------------------------------------
+
+def test_benchmark_grid_is_valid():
+    from tilelang_tutorial.lessons.rmsnorm import bench
+
+    assert bench.WIDTHS == WIDTHS
+    for C in (96, 160, 320, 640, 1024):
+        cfgs = bench.sweep_configs(C)
+        assert cfgs[0] == default_config(C) and len(cfgs) == len(set(cfgs))
+        for cfg in cfgs:
+            assert (C // 8) % cfg.group == 0 and cfg.threads % cfg.group == 0
+    assert bench.traffic_bytes(10, 96) == 2 * 10 * 96 * 2 + 96 * 2
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def compiled_all():
+    """Compile every (C, dtype) in parallel once (they land in the lru cache and TileLang's cache)."""
+    from tilelang_tutorial.lessons.rmsnorm.bench import compile_many
+
+    done = compile_many([(C, dt, None) for dt in ("float16", "bfloat16") for C in WIDTHS], verbose=False)
+    bad = {k: v for k, v in done.items() if isinstance(v, Exception)}
+    assert not bad, bad
+
+
+def _run_and_compare(fn, shape, dtype, use_out, eps=1e-5):
+    tdt = getattr(torch, dtype)
+    C = shape[-1]
+    x = checks.random_tensor(shape, tdt, "cuda")
+    gamma = checks.random_tensor((C,), tdt, "cuda")
+    if use_out:
+        out = checks.poisoned(shape, tdt, "cuda")
+        y = fn(x, gamma, eps=eps, out=out)
+        assert y is out
+    else:
+        y = fn(x, gamma, eps=eps)
+    torch.cuda.synchronize()
+    assert y.shape == x.shape and y.dtype == x.dtype
+    return checks.assert_close(y, rs.rmsnorm_silu_reference(x, gamma, eps), tolerance=checks.TOLERANCE[dtype],
+                               what=f"C={C} shape={shape} {dtype} out={use_out}")
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("C", WIDTHS)
+def test_tilelang_kernel_matches_reference_every_width(compiled_all, C, dtype):
+    for shape, use_out in [((4096, C), True), ((1001, C), False), ((2, 3, 7, 11, C), True), ((1, C), True)]:
+        _run_and_compare(rs.rmsnorm_silu, shape, dtype, use_out)
+
+
+@requires_gpu
+@pytest.mark.parametrize("C", [96, 640])
+def test_tilelang_kernel_eps_and_large_ragged_m(compiled_all, C):
+    _run_and_compare(rs.rmsnorm_silu, (3, 5, 4097, C), "float16", True, eps=1e-2)
+    _run_and_compare(rs.rmsnorm_silu, ((1 << 20) + 3, C), "float16", True)
+
+
+@requires_gpu
+def test_empty_input_returns_empty():
+    x = torch.empty(0, 128, dtype=torch.float16, device="cuda")
+    y = rs.rmsnorm_silu(x, torch.ones(128, dtype=torch.float16, device="cuda"))
+    assert y.shape == (0, 128)
+
+
+@requires_gpu
+def test_non_contiguous_input_is_an_error_on_gpu_too():
+    x = torch.randn(64, 128, device="cuda", dtype=torch.float16).t()
+    with pytest.raises(ValueError, match="contiguous"):
+        nd.fused_rmsnorm_silu(x, torch.ones(64, dtype=torch.float16, device="cuda"))
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("C", TRITON_WIDTHS)
+def test_triton_path_matches_reference(C, dtype):
+    from tilelang_tutorial.lessons.rmsnorm.triton_existing import rmsnorm_silu_triton
+
+    for shape, use_out in [((4096, C), True), ((1001, C), False), ((2, 3, 5, C), True)]:
+        _run_and_compare(rmsnorm_silu_triton, shape, dtype, use_out)
+
+
+@requires_gpu
+@pytest.mark.parametrize("C", WIDTHS)
+def test_dispatch_matches_reference_every_width(compiled_all, C):
+    _run_and_compare(nd.fused_rmsnorm_silu, (2, 3, 17, C), "float16", True)
+    _run_and_compare(nd.fused_rmsnorm_silu, (999, C), "bfloat16", False)
+
+
+@requires_gpu
+@pytest.mark.parametrize("C,conv", [(160, "3d"), (96, "3d"), (320, "2d")])
+def test_vae_block_drop_in_matches_eager_on_gpu(compiled_all, C, conv):
+    from tilelang_tutorial.lessons.rmsnorm import vae_block as vb
+
+    block, x = vb.make_block_and_input(C, (1, 2, 24, 40, C), conv=conv, dtype=torch.float16, device="cuda")
+    y_eager = block(x, norm="eager")
+    y_fused = block(x, norm="fused")
+    checks.assert_close(y_fused, y_eager.float(), tolerance=checks.TOLERANCE["float16"], what=f"VAE block C={C}")

@@ -1,0 +1,79 @@
+"""Plausible wrong answers to this lesson's exercises: each is a mistake a reader could make, and
+the checkers must reject it with a message that helps (``tests/test_exercises.py``). Test
+fixtures, not solutions; kernels are defined in a file because ``T.prim_func`` needs source.
+"""
+# No `from __future__ import annotations`: T.prim_func evaluates the kernel's annotations.
+import tilelang.language as T
+
+
+_LOG2_E = 1.4426950408889634
+
+
+def wrong_residual_no_layout(C, dtype="float16"):
+    """Plausible wrong answer: right math, but the layout is left to inference (naive)."""
+    block_m, threads = 8, 128
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def main(X: T.Tensor((m, C), dtype), R: T.Tensor((m, C), dtype), Gamma: T.Tensor((C,), dtype),
+             Y: T.Tensor((m, C), dtype), eps: T.float32):
+        with T.Kernel(T.ceildiv(m, block_m), threads=threads) as bx:
+            h = T.alloc_fragment((block_m, C), "float32")
+            sq = T.alloc_fragment((block_m, C), "float32")
+            rstd = T.alloc_fragment((block_m,), "float32")
+            y = T.alloc_fragment((block_m, C), dtype)
+            for i, j in T.Parallel(block_m, C):
+                h[i, j] = T.Cast("float32", X[bx * block_m + i, j]) + T.Cast("float32", R[bx * block_m + i, j])
+                sq[i, j] = h[i, j] * h[i, j]
+            T.reduce_sum(sq, rstd, dim=1)
+            for i in T.Parallel(block_m):
+                rstd[i] = T.rsqrt(rstd[i] / C + eps)
+            for i, j in T.Parallel(block_m, C):
+                v = h[i, j] * rstd[i] * T.Cast("float32", Gamma[j])
+                y[i, j] = T.Cast(dtype, v / (1.0 + T.exp2(v * -_LOG2_E)))
+            T.copy(y, Y[bx * block_m, 0])
+
+    return main
+
+
+def wrong_residual_after_norm(C, dtype="float16"):
+    """Plausible wrong answer: fast layout, but the residual is added after the norm."""
+    from .kernel import default_config, row_group_layout
+
+    cfg = default_config(C, dtype)
+    group, threads, block_m = cfg.group, cfg.threads, cfg.block_m()
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def main(X: T.Tensor((m, C), dtype), R: T.Tensor((m, C), dtype), Gamma: T.Tensor((C,), dtype),
+             Y: T.Tensor((m, C), dtype), eps: T.float32):
+        with T.Kernel(T.ceildiv(m, block_m), threads=threads) as bx:
+            x = T.alloc_fragment((block_m, C), dtype)
+            r = T.alloc_fragment((block_m, C), dtype)
+            sq = T.alloc_fragment((block_m, C), "float32")
+            rstd = T.alloc_fragment((block_m,), "float32")
+            y = T.alloc_fragment((block_m, C), dtype)
+            T.annotate_layout({x: row_group_layout(block_m, C, group, threads),
+                               r: row_group_layout(block_m, C, group, threads),
+                               sq: row_group_layout(block_m, C, group, threads),
+                               y: row_group_layout(block_m, C, group, threads)})
+            T.copy(X[bx * block_m, 0], x)
+            T.copy(R[bx * block_m, 0], r)
+            for i, j in T.Parallel(block_m, C):
+                sq[i, j] = T.Cast("float32", x[i, j]) * T.Cast("float32", x[i, j])
+            T.reduce_sum(sq, rstd, dim=1)
+            for i in T.Parallel(block_m):
+                rstd[i] = T.rsqrt(rstd[i] / C + eps)
+            for i, j in T.Parallel(block_m, C):
+                v = T.Cast("float32", x[i, j]) * rstd[i] * T.Cast("float32", Gamma[j]) + T.Cast("float32", r[i, j])
+                y[i, j] = T.Cast(dtype, v / (1.0 + T.exp2(v * -_LOG2_E)))
+            T.copy(y, Y[bx * block_m, 0])
+
+    return main
+
+
+def rmsnorm_config_warp_per_row():
+    """A warp per row, as for C = 256: 32 lanes do not divide C/8 = 80 vectors (CPU, no compile)."""
+    from .kernel import RMSNormSiLUConfig
+
+    return RMSNormSiLUConfig(group=32, threads=256)

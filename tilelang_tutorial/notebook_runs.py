@@ -1,0 +1,93 @@
+"""Running the notebooks headless: for ``warm-cache`` (compile what they compile) and ``render``
+(executed copies with their outputs, committed under ``docs/rendered/`` for readers browsing the
+repository).
+
+A rendered copy keeps every source cell of its notebook unchanged and adds the outputs of one run
+(on the GPU runner: real measurements). Widget views are replaced by their static fallback (the
+HTML/text every widget here also provides), since a static page cannot run them.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK_DIR = REPO_ROOT / "notebooks"
+RENDERED_DIR = REPO_ROOT / "docs" / "rendered"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def notebooks(names=()) -> list[Path]:
+    paths = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+    if names:
+        paths = [p for p in paths if any(p.name.startswith(n) or p.stem == n for n in names)]
+    return paths
+
+
+def _run(path: Path, timeout: int = 1800):
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    env_backend = os.environ.get("MPLBACKEND")
+    os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    try:
+        NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+    finally:
+        if env_backend is None:
+            os.environ.pop("MPLBACKEND", None)
+        else:
+            os.environ["MPLBACKEND"] = env_backend
+    return nb
+
+
+def execute(path: Path) -> str | None:
+    """Run a notebook top to bottom; None on success, else the first error in one line."""
+    try:
+        _run(path)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else ''}"
+    return None
+
+
+def static_outputs(nb) -> None:
+    """Replace widget views by their HTML/text fallback and drop widget state (in place)."""
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data")
+            if data and WIDGET_VIEW in data:
+                del data[WIDGET_VIEW]
+    nb.metadata.pop("widgets", None)
+
+
+def render(names=()) -> int:
+    """Execute notebooks and write the executed copies to ``docs/rendered/``."""
+    import time
+
+    import nbformat
+
+    RENDERED_DIR.mkdir(parents=True, exist_ok=True)
+    failures = 0
+    for path in notebooks(names):
+        t0 = time.time()
+        try:
+            nb = _run(path)
+        except Exception as exc:
+            failures += 1
+            print(f"[FAIL] {path.name}: {type(exc).__name__}: {str(exc)[-400:]}", flush=True)
+            continue
+        static_outputs(nb)
+        out = RENDERED_DIR / path.name
+        nbformat.write(nb, out)
+        print(f"[ok  ] {path.name} -> {out.relative_to(REPO_ROOT)} in {time.time() - t0:.0f} s "
+              f"({out.stat().st_size // 1024} KiB)", flush=True)
+    return 1 if failures else 0
+
+
+def source_cells(path: Path) -> list[tuple[str, str]]:
+    """(cell type, source) of every cell: what a rendered copy must share with its notebook."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return [(c["cell_type"], "".join(c["source"]) if isinstance(c["source"], list) else c["source"])
+            for c in nb["cells"]]

@@ -1,1 +1,0 @@
-"""Reference solutions to the notebooks' exercises: try the exercise first!"""
