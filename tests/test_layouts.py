@@ -227,3 +227,45 @@ def test_bad_input_is_named():
         L.infer_layouts("not a program")
     with pytest.raises(ValueError, match="warp policy"):
         L.warp_policy("Diagonal")
+
+
+def _count_picker_draws(monkeypatch):
+    """Record every figure the picker draws and every line it prints above one."""
+    from tilelang_tutorial.layouts import picker as picker_module
+
+    drawn = []
+    original = picker_module.LayoutPicker.figure
+
+    def figure(self):
+        fig, text = original(self)
+        drawn.append((self.state["buffer"], text.splitlines()[0]))
+        return fig, text
+
+    monkeypatch.setattr(picker_module.LayoutPicker, "figure", figure)
+    return drawn
+
+
+def test_picker_draws_once_and_its_label_names_the_drawn_buffer(monkeypatch):
+    pytest.importorskip("ipywidgets")
+    from tilelang_tutorial.lessons.layouts.catalogue import CATALOGUE
+
+    drawn = _count_picker_draws(monkeypatch)
+    picker = L.layout_picker(CATALOGUE, kernel="gemm accumulator", threads=256, policy="FullCol", arch="sm_90a")
+    assert drawn == [("C_local", drawn[0][1])] and drawn[0][1].startswith("C_local")
+    picker.widgets["policy"].value = "FullRow"
+    assert len(drawn) == 2 and picker.infos["C_local"].split_axis() == "rows"
+    picker.widgets["kernel"].value = "mla_decode (notebook 04)"
+    assert len(drawn) == 3 and drawn[-1][0] == picker.widgets["buffer"].value
+    assert drawn[-1][1].startswith(drawn[-1][0] + ":")
+
+
+def test_picker_without_ipywidgets_draws_the_initial_selection_once(monkeypatch):
+    import sys
+
+    from tilelang_tutorial.lessons.layouts.catalogue import CATALOGUE
+
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)
+    drawn = _count_picker_draws(monkeypatch)
+    picker = L.layout_picker(CATALOGUE, kernel="two warpgroups (MLA-like)", buffer="acc_s", arch="sm_90a")
+    assert drawn == [("acc_s", drawn[0][1])] and drawn[0][1].startswith("acc_s:")
+    assert not hasattr(picker, "widgets")

@@ -1,7 +1,7 @@
 """tilelang_tutorial: the small package behind "TileLang by Example".
 
 Importing it checks that the pinned TileLang version is installed; everything else is imported
-on demand (``from tilelang_tutorial import runtime``, ``kernels.gemm_relu`` ...).
+on demand (``from tilelang_tutorial import runtime``, ``lessons.<lesson>`` ...).
 """
 from __future__ import annotations
 
@@ -31,13 +31,22 @@ def _check_tilelang_version() -> None:
 
 _check_tilelang_version()
 
+import logging as _logging  # noqa: E402
+
+# TileLang logs two INFO lines per compile ("begins to compile", "completes") and temporary paths;
+# in a notebook they bury the output that teaches. Warnings and errors still show.
+_logging.getLogger("tilelang").setLevel(_logging.WARNING)
+# ... and a warning each time the same program is compiled twice in a process, suggesting
+# @tilelang.jit: notebooks recompile on purpose (a reader re-runs a cell), so it is noise here.
+_logging.getLogger("tilelang.cache.kernel_cache").setLevel(_logging.ERROR)
+
 from .runtime import (  # noqa: E402
-    ACCEPTED_ARCHS, arch_override, compile_kernel, current_arch, describe_mode, gpu_available,
-    mode, require_gpu, set_arch, target,
+    ACCEPTED_ARCHS, arch_override, compile_kernel, current_arch, describe_mode, force_emulation,
+    gpu_available, mode, require_gpu, run, set_arch, target,
 )
 
 __all__ = [
     "REQUIRED_TILELANG", "TileLangVersionError", "ACCEPTED_ARCHS", "arch_override",
-    "compile_kernel", "current_arch", "describe_mode", "gpu_available", "mode", "require_gpu",
-    "set_arch", "target",
+    "compile_kernel", "current_arch", "describe_mode", "force_emulation", "gpu_available", "mode",
+    "require_gpu", "run", "set_arch", "target",
 ]

@@ -1,31 +1,30 @@
-"""Exercises: checkers that compile a reader's kernel in either mode, inspect what compilation
-can tell, run it against the reference on a GPU, and answer with a clear verdict.
+"""What every exercise checker shares: a verdict that never claims more than was checked, calling
+a reader's factory safely, compiling it, and running it against a reference -- on the GPU where
+there is one, in the tile emulator where there is not.
 
-Every checker returns an :class:`ExerciseResult`; printing it gives one line per check
-(✅ / ❌ / ⏭ for "could not be checked here") and a verdict. Checkers print their result by
-default (``verbose=True``) so a starter cell needs no ``print``.
-
-Where things live:
-
-* checkers: ``tilelang_tutorial/exercises/<topic>.py`` (``tile``, ``gemm``, ``layouts``, ``mla``,
-  ``rmsnorm``), one ``check_...`` per exercise;
-* reference solutions: ``tilelang_tutorial/solutions/`` (one module per exercise; try first!);
-* plausible wrong answers the checkers must reject: ``tests/exercise_wrong_answers.py``.
-
-An unsolved starter (``None``, or a factory that raises ``NotImplementedError`` or returns
-``None``) is answered with ❌ at once, before anything is compiled.
+Every checker returns an :class:`ExerciseResult`; printing it gives one line per check and a
+verdict. The marks are plain symbols that render in every font: ``✔`` checked and right, ``✘``
+checked and wrong, ``○`` not checked here (only what needs hardware: timing). An unsolved starter
+(``None``, or a factory that raises ``NotImplementedError`` or returns ``None``) is answered
+with ``✘`` at once, before anything is compiled.
 """
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
 from dataclasses import dataclass, field
 
-PASS, FAIL, SKIP = "✅", "❌", "⏭"
+PASS, FAIL, SKIP = "✔", "✘", "○"
 
 
 @dataclass
 class ExerciseResult:
-    ok: bool = True              # False as soon as one check failed
-    numerics_checked: bool = False  # True only when the kernel ran on a GPU and was compared
+    ok: bool = True                 # False as soon as one check failed
+    numerics_checked: bool = False  # True once the kernel ran and matched the reference
+    ran_on: str = ""                # "the GPU" or "the emulator (CPU)"
     lines: list = field(default_factory=list)
-    cpu_only: bool = False       # an exercise with nothing to launch: every check runs anywhere
+    cpu_only: bool = False          # an exercise with nothing to run: every check runs anywhere
 
     def passed(self, msg: str) -> None:
         self.lines.append(f"{PASS} {msg}")
@@ -38,16 +37,21 @@ class ExerciseResult:
     def skipped(self, msg: str) -> None:
         self.lines.append(f"{SKIP} {msg}")
 
-    def __str__(self) -> str:
+    def hint(self, msg: str) -> None:
+        self.lines.append(f"  hint: {msg}")
+
+    @property
+    def verdict(self) -> str:
         if not self.ok:
-            verdict = f"{FAIL} NOT YET: see the failing check above"
-        elif self.cpu_only:
-            verdict = f"{PASS} PASSED: every check ran here (this exercise needs no GPU)"
-        elif self.numerics_checked:
-            verdict = f"{PASS} PASSED: compiled, ran and matched the reference"
-        else:
-            verdict = f"{PASS} COMPILES and passes every check possible here (the numerical check needs a GPU; not run)"
-        return "\n".join(self.lines + [verdict])
+            return f"{FAIL} NOT YET: see the failing check above"
+        if self.cpu_only:
+            return f"{PASS} PASSED: every check ran here"
+        if self.numerics_checked:
+            return f"{PASS} PASSED: compiled, ran in {self.ran_on} and matched the reference"
+        return f"{SKIP} COMPILES, but correctness was NOT verified here (see above)"
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines + [self.verdict])
 
     def __bool__(self) -> bool:
         return self.ok
@@ -61,18 +65,43 @@ def not_attempted(res: ExerciseResult, what: str) -> ExerciseResult:
     return res.failed(f"not attempted yet: {what}")
 
 
+@contextlib.contextmanager
+def quiet_tilelang():
+    """Keep TileLang's INFO lines and its dump of the traced builder source out of a checker's
+    output: a failure is reported as one line plus a hint instead."""
+    logger = logging.getLogger("tilelang")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL + 1)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        logger.setLevel(level)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    # TileLang's own message (after its traceback of the builder) is the informative line
+    for l in reversed(lines):
+        if "Error" in l or "check failed" in l or "failed" in l:
+            return l[:400]
+    return (lines[-1] if lines else type(exc).__name__)[:400]
+
+
 def call_factory(res: ExerciseResult, factory, args: tuple, what: str):
     """Call a reader's kernel factory; ``None`` on an unsolved starter or an error (already reported)."""
     if factory is None:
         not_attempted(res, what)
         return None
     try:
-        program = factory(*args)
+        with quiet_tilelang():
+            program = factory(*args)
     except NotImplementedError:
         not_attempted(res, what)
         return None
     except Exception as exc:  # the reader's code: report, never crash the notebook
-        res.failed(f"calling factory{args!r} raised {type(exc).__name__}: {exc}")
+        res.failed(f"calling factory{args!r} raised {type(exc).__name__}: {_first_line(exc)}")
         return None
     if program is None:
         not_attempted(res, f"the factory returned None; {what}")
@@ -84,37 +113,74 @@ def call_factory(res: ExerciseResult, factory, args: tuple, what: str):
 
 
 def compile_or_fail(res: ExerciseResult, program, arch: str):
-    """Compile for ``arch`` (either mode); report a failure with the first lines of the error."""
+    """Compile for ``arch``; report a failure in one line (TileLang's traced source is kept out)."""
     from . import runtime
 
     try:
-        kernel = runtime.compile_kernel(program, arch=arch)
+        with quiet_tilelang():
+            kernel = runtime.compile_kernel(program, arch=arch)
     except Exception as exc:
-        lines = [l for l in str(exc).strip().splitlines() if l.strip()]
-        head = " | ".join(lines[:3])[:700]
-        res.failed(f"compiling for {arch} failed: {type(exc).__name__}: {head}")
+        res.failed(f"compiling for {arch} failed: {type(exc).__name__}: {_first_line(exc)}")
         return None
-    res.passed(f"compiles for {arch}")
+    if isinstance(kernel, runtime.UncompiledKernel):
+        res.skipped(f"not compiled for {arch}: no nvcc here (the emulator still runs it)")
+    else:
+        res.passed(f"compiles for {arch}")
     return kernel
 
 
-def can_launch(arch: str) -> bool:
-    """True when the kernel compiled for ``arch`` can be launched here (a GPU of that arch)."""
-    from . import runtime
+def kernel_source(kernel) -> str:
+    """The generated CUDA, or "" where nothing was compiled (no nvcc)."""
+    try:
+        return kernel.get_kernel_source()
+    except RuntimeError:
+        return ""
+
+
+def run_and_compare(res: ExerciseResult, kernel, inputs, reference, *, tolerance: float, what: str,
+                    out=None, hint_unwritten: str = "", hint_wrong: str = "", extra_check=None) -> ExerciseResult:
+    """Run ``kernel(*inputs)`` where this machine can (GPU, else the emulator), then compare the
+    output ``out`` (default: the last input; poisoned with NaN by the caller) with ``reference``.
+
+    ``extra_check(out) -> str | None`` may name a more specific mistake. Emulator limits (a
+    construct it does not support) are reported as not checked, never as a pass.
+    """
+    from . import checks, runtime
 
     m = runtime.mode()
-    return bool(m.can_run and arch == m.arch)
+    where = "the GPU" if m.can_run else "the emulator (CPU)"
+    try:
+        with quiet_tilelang():
+            runtime.run(kernel, *inputs)
+        if m.can_run:
+            import torch
 
+            torch.cuda.synchronize()
+    except Exception as exc:
+        from . import emulate
 
-def skip_numerics(res: ExerciseResult, what: str = "the numerical check", arch: str | None = None) -> ExerciseResult:
-    """Say plainly what was not checked because nothing can be launched here."""
-    from . import runtime
-
-    m = runtime.mode()
-    arch = arch or m.arch
-    why = (f"a {m.device_name} is present but the kernel was built for {arch}" if m.device_name
-           else f"no GPU here: compile-only mode, built for {arch}")
-    res.skipped(f"NOT CHECKED: {what} needs a GPU to launch the kernel ({why})")
+        if isinstance(exc, emulate.UnsupportedConstruct):
+            res.skipped(f"NOT CHECKED: the emulator cannot run this kernel ({exc}); correctness needs a GPU here")
+            return res
+        if isinstance(exc, emulate.EmulationError):
+            return res.failed(f"running it in the emulator stopped: {exc}")
+        return res.failed(f"running it on {where} failed: {type(exc).__name__}: {_first_line(exc)}")
+    out = inputs[-1] if out is None else out
+    cmp = checks.compare(out, reference, tolerance=tolerance)
+    res.ran_on = where
+    if cmp.unwritten:
+        res.failed(f"{cmp.unwritten} of {out.numel()} outputs were never written (still NaN), ran in {where}")
+        if hint_unwritten:
+            res.hint(hint_unwritten)
+        return res
+    if not cmp.ok:
+        specific = extra_check(out) if extra_check else None
+        res.failed(f"wrong values against {what}, ran in {where}: {cmp}" + (f" — {specific}" if specific else ""))
+        if hint_wrong:
+            res.hint(hint_wrong)
+        return res
+    res.numerics_checked = True
+    res.passed(f"matches {what} on fresh random inputs, ran in {where}: {cmp}")
     return res
 
 

@@ -48,15 +48,26 @@ def definitions(module: str, names: list[str]) -> str:
     lines = src.splitlines()
     found = {}
     for node in ast.parse(src).body:
-        targets = [node.name] if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else (
-            [t.id for t in node.targets if isinstance(t, ast.Name)] if isinstance(node, ast.Assign) else [])
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            targets = [node.name]
+        elif isinstance(node, ast.Assign):   # NAME = ... and A, B = ...
+            targets = [n.id for t in node.targets for n in ([t] if isinstance(t, ast.Name) else getattr(t, "elts", []))
+                       if isinstance(n, ast.Name)]
+        else:
+            targets = []
         for name in targets:
             start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])]) - 1
             found[name] = "\n".join(lines[start:node.end_lineno])
     missing = [n for n in names if n not in found]
     if missing:
         raise LookupError(f"{module} has no top-level definition named {', '.join(missing)}")
-    return "\n\n\n".join(found[n] for n in names)
+    segments = list(dict.fromkeys(found[n] for n in names))   # A, B = ... named twice: once
+    # consecutive constants stay together; anything else is separated by two blank lines
+    out = segments[:1]
+    for prev, seg in zip(segments, segments[1:]):
+        one_line = "\n" not in prev.strip() and "\n" not in seg.strip() and not seg.startswith(("def ", "@", "class "))
+        out.append(("\n" if one_line else "\n\n\n") + seg)
+    return "".join(out)
 
 
 def _source(cell) -> str:

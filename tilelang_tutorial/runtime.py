@@ -1,12 +1,19 @@
-"""The runtime mode: the one place that decides how kernels are built and whether they can run.
+"""The runtime mode: the one place that decides how kernels are built and where they run.
 
-Two modes, one code path:
+Three modes, one code path (:func:`compile_kernel` to build, :func:`run` to run):
 
-* a CUDA GPU is visible to torch -> kernels are compiled for *that* GPU's architecture,
-  launched, checked against their references and timed;
-* no GPU -> kernels are compiled for a named architecture (Hopper, ``sm_90a``, unless the
-  reader picks another with :func:`set_arch` or ``TILELANG_TUTORIAL_ARCH``). nvcc still runs,
-  so the generated CUDA, PTX and inferred layouts are real; only launching is impossible.
+* **gpu** -- a CUDA GPU is visible to torch: kernels are compiled for *that* GPU's
+  architecture, launched on it, checked against their references and timed;
+* **emulated** -- no GPU: kernels are still compiled for a named architecture (Hopper,
+  ``sm_90a``, unless the reader picks another with :func:`set_arch` or
+  ``TILELANG_TUTORIAL_ARCH``), so the generated CUDA, PTX and inferred layouts are real, and
+  :func:`run` executes them in the tile emulator (:mod:`tilelang_tutorial.emulate`) on CPU
+  tensors: correctness only, no timing;
+* **emulated on a GPU machine** -- ``TILELANG_TUTORIAL_EMULATE=1`` (or :func:`force_emulation`)
+  makes a GPU machine emulate too, so the two can be compared.
+
+Where no nvcc exists at all (macOS), :func:`compile_kernel` returns an :class:`UncompiledKernel`
+that still runs in the emulator and says plainly that there is no generated code.
 """
 from __future__ import annotations
 
@@ -17,18 +24,52 @@ from dataclasses import dataclass
 from typing import Any
 
 ARCH_ENV = "TILELANG_TUTORIAL_ARCH"
+EMULATE_ENV = "TILELANG_TUTORIAL_EMULATE"
 DEFAULT_COMPILE_ONLY_ARCH = "sm_90a"
-#: The architectures the tutorial's kernels are written and tested for.
-ACCEPTED_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
-_ARCH_NAMES = {
-    "sm_80": "Ampere (A100)",
-    "sm_86": "Ampere (RTX 30xx / A10)",
-    "sm_89": "Ada (L4 / RTX 40xx)",
-    "sm_90": "Hopper without the 'a' features (no wgmma / setmaxnreg)",
-    "sm_90a": "Hopper (H100 / H200)",
+
+
+@dataclass(frozen=True)
+class Arch:
+    """What the tutorial knows about one target architecture."""
+
+    name: str                     # the TileLang / nvcc target, e.g. "sm_90a"
+    label: str                    # the GPUs it means
+    smem_per_block: int           # bytes of shared memory one block may use (opt-in maximum)
+    sm_count: int                 # SMs of the GPU the tutorial assumes when none is visible
+    pass_configs: tuple = ()      # TileLang pass configs every build for this arch gets
+    note: str = ""
+
+
+#: The architectures the tutorial compiles for. Where a GPU is visible its compute capability
+#: picks one (:func:`arch_for_capability`); without one, ``sm_90a`` unless the reader chooses.
+#: Shared memory per block: the CUDA programming guide's opt-in maxima (the same figures CUTLASS
+#: ships as ``smXX_smem_capacity_bytes``).
+ARCHS = {
+    "sm_80": Arch("sm_80", "Ampere (A100)", 166912, 108),
+    "sm_86": Arch("sm_86", "Ampere (RTX 30xx / A10)", 101376, 84),
+    "sm_89": Arch("sm_89", "Ada (L4 / RTX 40xx)", 101376, 58),
+    "sm_90a": Arch("sm_90a", "Hopper (H100 / H200)", 232448, 132),
+    "sm_100a": Arch("sm_100a", "Blackwell (B200 / GB200)", 232448, 148),
+    "sm_120a": Arch("sm_120a", "Blackwell (RTX 50xx / RTX PRO)", 101376, 170),
+    # The plain name, without the arch-specific features: TileLang 0.1.15 warp-specializes every
+    # pipelined loop on a TMA-capable target and then emits setmaxnreg, which only the 'a'
+    # targets have; without warp specialization the same loops become cp.async pipelines.
+    "sm_120": Arch("sm_120", "Blackwell (RTX 50xx), portable sm_120 code", 101376, 170,
+                   pass_configs=(("tl.disable_warp_specialized", True),),
+                   note="no setmaxnreg: warp specialization is switched off"),
 }
+ACCEPTED_ARCHS = tuple(ARCHS)
+_ARCH_NAMES = {name: a.label for name, a in ARCHS.items()}
+
+
+def arch_for_capability(major: int, minor: int) -> str:
+    """The target for a GPU of compute capability ``(major, minor)``: the arch-specific ``a``
+    variant from Hopper on (what TileLang's own detection does), e.g. (9, 0) -> sm_90a,
+    (10, 0) -> sm_100a, (12, 0) -> sm_120a."""
+    return f"sm_{major}{minor}" + ("a" if major >= 9 else "")
 
 _arch_override: str | None = None
+_force_emulation: bool | None = None
 
 
 class ArchError(ValueError):
@@ -42,8 +83,12 @@ class NoGPUError(RuntimeError):
 def validate_arch(arch: str) -> str:
     arch = str(arch).strip()
     if arch not in ACCEPTED_ARCHS:
+        hint = ""
+        if arch in ("sm_90", "sm_100"):
+            hint = (f" ({arch} without 'a' lacks setmaxnreg, which TileLang's pipelined kernels emit "
+                    f"on every TMA-capable target: use {arch}a)")
         raise ArchError(
-            f"unknown CUDA architecture {arch!r}; accepted values are: {', '.join(ACCEPTED_ARCHS)}"
+            f"unknown CUDA architecture {arch!r}{hint}; accepted values are: {', '.join(ACCEPTED_ARCHS)}"
             f" (set with tilelang_tutorial.set_arch(...) or the {ARCH_ENV} environment variable)"
         )
     return arch
@@ -79,10 +124,7 @@ def gpu_available() -> bool:
 def _gpu_arch() -> str:
     import torch
 
-    major, minor = torch.cuda.get_device_capability()
-    arch = f"sm_{major}{minor}"
-    # Hopper's wgmma/TMA/setmaxnreg need the arch-specific "a" variant.
-    return "sm_90a" if arch == "sm_90" else arch
+    return arch_for_capability(*torch.cuda.get_device_capability())
 
 
 def current_arch() -> str:
@@ -96,7 +138,7 @@ def current_arch() -> str:
     if env:
         return validate_arch(env)
     if gpu_available():
-        return _gpu_arch()
+        return validate_arch(_gpu_arch())
     return DEFAULT_COMPILE_ONLY_ARCH
 
 
@@ -107,56 +149,112 @@ def target(arch: str | None = None) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Mode:
-    can_run: bool
-    arch: str
-    device_name: str | None
+    name: str                 # "gpu" or "emulated"
+    arch: str                 # what kernels are compiled for
+    device_name: str | None   # the GPU present, if any
+    can_compile: bool         # nvcc found: generated CUDA / PTX are available
+    why_emulated: str = ""    # "no GPU", "forced", "another architecture"
 
     @property
-    def name(self) -> str:
-        return "gpu" if self.can_run else "compile-only"
+    def can_run(self) -> bool:
+        """True when kernels launch on a GPU here (timing is possible)."""
+        return self.name == "gpu"
+
+    @property
+    def device(self) -> str:
+        """Where the notebooks put their tensors: ``"cuda"`` or ``"cpu"`` (for the emulator)."""
+        return "cuda" if self.name == "gpu" else "cpu"
+
+
+def force_emulation(on: bool | None = True) -> None:
+    """Run kernels in the emulator even where a GPU is present (``None``: back to the default,
+    which follows ``TILELANG_TUTORIAL_EMULATE``)."""
+    global _force_emulation
+    _force_emulation = on
+
+
+def _emulation_forced() -> bool:
+    if _force_emulation is not None:
+        return _force_emulation
+    return os.environ.get(EMULATE_ENV, "").strip() not in ("", "0")
 
 
 def mode() -> Mode:
-    """The current mode: whether kernels can run, and the architecture they are built for."""
-    can_run = gpu_available()
+    """The current mode: where kernels run, and the architecture they are compiled for."""
+    gpu = gpu_available()
     name = None
-    if can_run:
+    if gpu:
         import torch
 
         name = torch.cuda.get_device_name()
     arch = current_arch()
-    if can_run and arch != _gpu_arch():
-        # Compiling for another chip than the one present: compile-only for that chip.
-        can_run = False
-    return Mode(can_run=can_run, arch=arch, device_name=name)
+    can_compile = nvcc_path() is not None
+    if gpu and _emulation_forced():
+        return Mode("emulated", arch, name, can_compile, "forced")
+    if gpu and arch != _gpu_arch():
+        return Mode("emulated", arch, name, can_compile, "another architecture")
+    if gpu:
+        return Mode("gpu", arch, name, can_compile)
+    return Mode("emulated", arch, None, can_compile, "no GPU")
 
 
 def describe_mode() -> str:
-    """One sentence for a reader: what will and will not run here."""
+    """One sentence for a reader: where kernels run here, and what that means for the numbers."""
     m = mode()
     label = _ARCH_NAMES.get(m.arch, m.arch)
     if m.can_run:
-        return (
-            f"GPU mode: kernels are compiled for {m.arch} ({label}) and run on this "
-            f"{m.device_name}; results are checked against torch and latencies are measured here."
-        )
-    if m.device_name:
-        return (
-            f"Compile-only mode: a {m.device_name} is present but kernels are compiled for {m.arch} "
-            f"({label}), so they are not launched; latencies shown are recorded ones."
-        )
-    return (
-        f"Compile-only mode: no CUDA GPU is visible, so kernels are compiled for {m.arch} "
-        f"({label}) with nvcc and their CUDA, PTX and layouts are real, but nothing is launched; "
-        f"latencies shown are recorded GPU measurements from results/, labelled as such."
-    )
+        return (f"GPU mode: kernels are compiled for {m.arch} ({label}) and run on this {m.device_name}; "
+                f"results are checked against torch and latencies are measured here.")
+    built = (f"kernels are compiled for {m.arch} ({label}) with nvcc, so their CUDA, PTX and layouts are real,"
+             if m.can_compile else
+             f"no nvcc was found, so kernels are not compiled (no generated CUDA or PTX here; set CUDA_HOME or "
+             f"run ./tutorial setup to install NVIDIA's nvcc from PyPI), but")
+    why = {"no GPU": "no CUDA GPU is visible",
+           "forced": f"{EMULATE_ENV}=1 asks for emulation although a {m.device_name} is present",
+           "another architecture": f"a {m.device_name} is present but kernels are built for {m.arch}"}[m.why_emulated]
+    return (f"Emulated mode: {why}; {built} and they run in the tile emulator on the CPU -- emulated on CPU, "
+            f"correctness only, no timing. Latencies shown are recorded GPU measurements, labelled as such.")
 
 
 def require_gpu(what: str = "this") -> None:
-    """Raise a clear error when ``what`` needs a GPU run and the mode cannot run kernels."""
+    """Raise a clear error when ``what`` needs a GPU (timing, a real launch) and there is none."""
     m = mode()
     if not m.can_run:
-        raise NoGPUError(f"{what} needs a CUDA GPU to launch kernels. {describe_mode()}")
+        raise NoGPUError(f"{what} needs a CUDA GPU. {describe_mode()}")
+
+
+class UncompiledKernel:
+    """What :func:`compile_kernel` returns where nvcc is missing: the program, runnable in the
+    emulator; asking for generated code says why there is none."""
+
+    def __init__(self, program, arch: str, out_idx=None):
+        self.prim_func = program
+        self.arch = arch
+        self.out_idx = out_idx
+
+    def _missing(self, *_a, **_k):
+        raise RuntimeError("this kernel was not compiled: no nvcc was found (set CUDA_HOME, or run "
+                           "./tutorial setup to install NVIDIA's nvcc from PyPI); it can still run in the emulator")
+
+    get_kernel_source = get_host_source = export_ptx = _missing
+
+    def __call__(self, *args, **scalars):
+        return run(self, *args, **scalars)
+
+
+def run(kernel, *args, **scalars):
+    """Run a kernel the way this machine can: launched on the GPU in GPU mode (CUDA tensors), in
+    the tile emulator otherwise (CPU tensors; the kernel's ``T.prim_func`` runs unchanged).
+
+    ``kernel`` is what :func:`compile_kernel` / ``tilelang.compile`` returned, or a ``T.prim_func``
+    (emulated mode only). Returns what the kernel returns (its outputs when it has ``out_idx``).
+    """
+    m = mode()
+    if m.can_run and not isinstance(kernel, UncompiledKernel) and hasattr(kernel, "get_kernel_source"):
+        return kernel(*args, **scalars) if not scalars else kernel(*args, *scalars.values())
+    from . import emulate
+
+    return emulate.run(kernel, *args, **scalars)
 
 
 def nvcc_path() -> str | None:
@@ -176,12 +274,18 @@ def compile_kernel(
 ):
     """Compile a TileLang ``T.prim_func`` for the current (or the given) architecture.
 
-    Every kernel in the tutorial is built through here, so the GPU and compile-only modes share
-    one code path: the only difference is the ``arch`` in the explicit target.
+    Every kernel in the tutorial is built through here, so all modes share one code path: the
+    only difference is the ``arch`` in the explicit target. Without nvcc it returns an
+    :class:`UncompiledKernel` (the emulator can still run it).
     """
     import tilelang
 
-    return tilelang.compile(program, out_idx=out_idx, target=target(arch), pass_configs=pass_configs)
+    arch = arch or current_arch()
+    if nvcc_path() is None:
+        return UncompiledKernel(program, arch, out_idx)
+    configs = dict(ARCHS[arch].pass_configs) if arch in ARCHS else {}
+    configs.update(pass_configs or {})
+    return tilelang.compile(program, out_idx=out_idx, target=target(arch), pass_configs=configs or None)
 
 
 def probe_program(block: int = 256):

@@ -3,7 +3,8 @@ exercises (checkers, solutions, wrong answers) and benchmark.
 
 A lesson folder's ``__init__.py`` declares:
 
-* ``NOTEBOOK``: the notebook's file name in ``notebooks/`` (its order is the lesson's order);
+* ``NOTEBOOK``: the notebook's file name in ``notebooks/`` (its order is the lesson's order), and
+  optionally ``EXTRA_NOTEBOOKS`` (an advanced part that follows it);
 * ``compile_cases()``: the kernels the compile matrix builds, as :class:`CompileCase` objects;
 * ``exercise_cases()``: its exercises, as :class:`Exercise` objects;
 * ``SUITES``: ``{suite: "module:function"}`` for its benchmark suites (``python -m

@@ -1,6 +1,6 @@
 """Notebook 02's GEMM + ReLU on the GPU: the recorded benchmark and the tuning sweep.
 
-    python -m tilelang_tutorial.bench gemm                            # run() and record (lead's CLI)
+    python -m tilelang_tutorial bench gemm                            # run() and record (lead's CLI)
     python -m tilelang_tutorial.benchmarks.gemm sweep --out sweep.json  # explore configs (prints)
     python -m tilelang_tutorial.benchmarks.gemm run --quick            # run() and print, no recording
     python -m tilelang_tutorial.benchmarks.gemm compile --arch sm_90a  # pre-compile the sweep (no GPU)
@@ -21,7 +21,7 @@ import sys
 from ... import checks, results, runtime, timing
 from . import kernel as gr
 
-COMMAND = "python -m tilelang_tutorial.bench gemm"
+COMMAND = "python -m tilelang_tutorial bench gemm"
 SIZES = (2048, 4096, 8192)
 #: A ragged problem: M odd, N not a multiple of 128/256, K not a multiple of 64 (N, K multiples of
 #: 8 keep TMA usable, see the kernel module).
@@ -313,38 +313,3 @@ def summary_table(records) -> str:
             f"{ratio(tuned, 'ratio_to_reference'):>11} {ratio(tuned, 'ratio_to_ceiling'):>12} "
             f"{ratio(seed, 'ratio_to_reference'):>10}")
     return "\n".join(lines)
-
-
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tilelang_tutorial.benchmarks.gemm", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("sweep", help="time the config grid (prints; --out writes JSON)")
-    s.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
-    s.add_argument("--dtypes", nargs="+", default=["float16"], choices=DTYPES)
-    s.add_argument("--out", default=None, help="write the sweep rows as JSON here")
-    s.add_argument("--workers", type=int, default=None, help="compile threads (default: all cores)")
-    s.add_argument("--limit", type=int, default=None, help="only the first N configs of the grid")
-    r = sub.add_parser("run", help="run() and print (recording is done by python -m tilelang_tutorial.bench gemm)")
-    r.add_argument("--quick", action="store_true")
-    c = sub.add_parser("compile", help="compile the sweep grid and run() kernels only (no GPU needed)")
-    c.add_argument("--arch", default=None)
-    c.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
-    c.add_argument("--dtypes", nargs="+", default=["float16"], choices=DTYPES)
-    c.add_argument("--workers", type=int, default=None)
-    args = p.parse_args(argv)
-    if args.cmd == "sweep":
-        configs = SWEEP_CONFIGS[: args.limit] if args.limit else SWEEP_CONFIGS
-        sweep(args.sizes, args.dtypes, configs, workers=args.workers, out=args.out)
-    elif args.cmd == "run":
-        recs = run(quick=args.quick)
-        print()
-        print(summary_table(recs))
-    else:
-        jobs = [(n, n, cfg, dt) for n in args.sizes for dt in args.dtypes for cfg in SWEEP_CONFIGS]
-        compile_many(jobs, arch=args.arch, workers=args.workers)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,7 @@
-"""Configurations of the GEMM + ReLU kernel: the knobs, the seed post's choice and the tuned one.
+"""Configurations of the GEMM + ReLU kernel: the knobs, the blog post's choice (the "seed") and the
+tuned one.
 
-Kept apart from ``kernels/gemm_relu.py`` on purpose: recorded GPU results are tied to the hash of
+Kept apart from ``kernel.py``: recorded GPU results are tied to the hash of
 the kernel module, and re-tuning (changing which configuration is the default) must not make the
 measurements of the unchanged kernel stale. Each record stores the configuration it measured.
 """
@@ -59,17 +60,19 @@ class GemmConfig:
         return replace(self, **changes)
 
 
-#: The seed post's configuration: 128x128x64 tiles, 3 stages, 128 threads (one consumer
-#: warpgroup on Hopper), the seed's panel-4 column swizzle spelt the 0.1.15 way.
+#: The blog post's configuration, which the tutorial calls the seed: 128x128x64 tiles, 3 stages,
+#: 128 threads (one consumer warpgroup on Hopper), the post's panel-4 column swizzle spelt the
+#: 0.1.15 way ("column"; the post's "col" raises).
 SEED_CONFIG = GemmConfig(block_M=128, block_N=128, block_K=64, num_stages=3, threads=128,
                          policy="Square", swizzle_panel=4, swizzle_order="column")
 
 #: The tuned configuration for Hopper (H100/H200), chosen by the GPU sweep in
-#: ``results/sweeps/gemm_sweep.json`` (``python -m tilelang_tutorial.benchmarks.gemm sweep``; notebook
+#: ``results/gemm_sweep.json`` (``python -m tilelang_tutorial bench gemm_sweep``; notebook
 #: 02 prints its table): the configuration whose worst ratio to torch ``relu(a @ b)`` over
-#: M=N=K=4096 and 8192 was highest. A 128x256 tile halves the B re-reads per FLOP compared with
-#: 128x128; 256 threads = two consumer warpgroups, so each holds a 64x256 fp32 accumulator
-#: (128 registers/thread) instead of one warpgroup holding 128x256 (256 registers/thread: spills).
+#: M=N=K=4096 and 8192 was highest. A 128x256 tile halves how often A is re-read (A is read
+#: N / block_N times) compared with 128x128; 256 threads = two consumer warpgroups, so each holds
+#: a 64x256 fp32 accumulator (128 registers/thread) instead of one warpgroup holding 128x256 (256
+#: registers/thread: spills).
 #: FullRow puts both warpgroups along M so each issues m64n256k16 wgmma, the widest instruction.
 #: Four pipeline stages; C is staged through shared memory and written with a TMA store, and
 #: TileLang reuses the pipeline buffers for the C tile after the K loop: 4 x 48 KiB = 192 KiB of

@@ -14,8 +14,9 @@ Design
 * The epilogue (ReLU, then the cast to the input dtype) runs on the fragment while it is still in
   registers: C is written once, never re-read. That is the whole point of fusing: torch's
   ``relu(a @ b)`` writes C, then reads and writes it again.
-* ``T.use_swizzle(panel)`` reorders the block launch order in panels so blocks that run at the same
-  time share rows of A / columns of B in L2.
+* ``T.use_swizzle(panel)`` remaps which C tile each block computes (in panels of ``panel`` tiles),
+  so blocks that run at the same time share rows of A / columns of B in L2; the hardware's launch
+  order is unchanged.
 * Ragged shapes: M, N, K need not be multiples of the tile. Loads past the edge read zeros (TMA
   fills out-of-bounds boxes with zeros; the non-TMA paths are predicated and zero-filled), zeros
   add nothing to the dot products, and TileLang bounds the final store to C. When a row pitch is
@@ -43,52 +44,43 @@ from .configs import (  # noqa: F401  (re-exported: gr.SEED_CONFIG, gr.GemmConfi
 
 def gemm_relu_program(M, N, K, block_M=128, block_N=128, block_K=64, num_stages=3, threads=128,
                       policy="Square", swizzle_panel=4, swizzle_order="column", in_dtype="float16",
-                      accum_dtype="float32", relu=True, dynamic_m=False, transpose_B=False,
-                      store_via_shared=False):
-    """The kernel factory: returns a ``T.prim_func`` computing ``C = ReLU(A @ B)``.
-
-    A is (M, K) row-major; B is (K, N) row-major, or (N, K) with ``transpose_B=True`` (the layout
-    of a ``torch.nn.Linear`` weight). C is (M, N) in ``in_dtype``. With ``dynamic_m`` the M argument
-    is ignored and M becomes the runtime variable ``m``.
-    """
+                      accum_dtype="float32", dynamic_m=False, store_via_shared=False):
+    """``C = ReLU(A @ B)`` with A (M, K), B (K, N) and C (M, N) row-major, C in ``in_dtype``.
+    With ``dynamic_m`` the M argument is ignored and M becomes the runtime size ``m``."""
     m = T.dynamic("m") if dynamic_m else M
-    out_dtype = in_dtype
     warp_policy = getattr(T.GemmWarpPolicy, policy)
-    b_shape = (N, K) if transpose_B else (K, N)
-    b_tile = (block_N, block_K) if transpose_B else (block_K, block_N)
 
     @T.prim_func
     def gemm_relu_kernel(
         A: T.Tensor((m, K), in_dtype),
-        B: T.Tensor(b_shape, in_dtype),
-        C: T.Tensor((m, N), out_dtype),
+        B: T.Tensor((K, N), in_dtype),
+        C: T.Tensor((m, N), in_dtype),
     ):
         # One block per C tile: grid x walks N, grid y walks M.
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(m, block_M), threads=threads) as (bx, by):
             A_shared = T.alloc_shared((block_M, block_K), in_dtype)
-            B_shared = T.alloc_shared(b_tile, in_dtype)
+            B_shared = T.alloc_shared((block_K, block_N), in_dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
 
-            # Launch blocks in panels of `swizzle_panel` so neighbours in time share L2 lines.
+            # Remap which C tile each block computes (the hardware's launch order is unchanged), in
+            # panels of `swizzle_panel` tiles, so that blocks running at the same time share rows
+            # of A / columns of B in L2.
             T.use_swizzle(swizzle_panel, order=swizzle_order, enable=swizzle_panel > 0)
             T.clear(C_local)
 
             for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
-                # Tile copies global -> shared; out-of-range elements arrive as zeros.
+                # Tile copies global -> shared, the source named by the tile's top-left corner (the
+                # extent is the destination's shape); out-of-range elements arrive as zeros.
                 T.copy(A[by * block_M, ko * block_K], A_shared)
-                if transpose_B:
-                    T.copy(B[bx * block_N, ko * block_K], B_shared)
-                else:
-                    T.copy(B[ko * block_K, bx * block_N], B_shared)
+                T.copy(B[ko * block_K, bx * block_N], B_shared)
                 # Tensor-core multiply-accumulate into the fp32 fragment.
-                T.gemm(A_shared, B_shared, C_local, transpose_B=transpose_B, policy=warp_policy)
+                T.gemm(A_shared, B_shared, C_local, policy=warp_policy)
 
-            # Fused epilogue, on registers: ReLU, then one bounded store (cast to out_dtype).
-            if relu:
-                for i, j in T.Parallel(block_M, block_N):
-                    C_local[i, j] = T.max(C_local[i, j], 0)
+            # Fused epilogue, on registers: ReLU, then one bounded store (cast to in_dtype).
+            for i, j in T.Parallel(block_M, block_N):
+                C_local[i, j] = T.max(C_local[i, j], 0)
             if store_via_shared:
-                C_shared = T.alloc_shared((block_M, block_N), out_dtype)
+                C_shared = T.alloc_shared((block_M, block_N), in_dtype)
                 T.copy(C_local, C_shared)
                 T.copy(C_shared, C[by * block_M, bx * block_N])
             else:
@@ -102,17 +94,14 @@ def _program_kwargs(config: GemmConfig) -> dict:
 
 
 @functools.lru_cache(maxsize=None)
-def _build(M, N, K, config: GemmConfig, dtype: str, dynamic_m: bool, transpose_B: bool, relu: bool,
-           arch: str):
-    program = gemm_relu_program(M, N, K, in_dtype=dtype, dynamic_m=dynamic_m, transpose_B=transpose_B,
-                                relu=relu, **_program_kwargs(config))
+def _build(M, N, K, config: GemmConfig, dtype: str, dynamic_m: bool, arch: str):
+    program = gemm_relu_program(M, N, K, in_dtype=dtype, dynamic_m=dynamic_m, **_program_kwargs(config))
     # No out_idx: the caller passes C, so tests can hand in a poisoned buffer.
     return runtime.compile_kernel(program, arch=arch)
 
 
 def build_gemm_relu(N: int, K: int, *, M: int | None = None, config: GemmConfig | None = None,
-                    dtype: str = "float16", transpose_B: bool = False, relu: bool = True,
-                    arch: str | None = None):
+                    dtype: str = "float16", arch: str | None = None):
     """Compile (once per key) the kernel for a given N, K, dtype and config.
 
     ``M=None`` (the default) builds the dynamic-M kernel that serves every M. The compiled kernel
@@ -124,28 +113,24 @@ def build_gemm_relu(N: int, K: int, *, M: int | None = None, config: GemmConfig 
     if N <= 0 or K <= 0 or (M is not None and M <= 0):
         raise ValueError(f"N, K (and a static M) must be positive, got M={M}, N={N}, K={K}")
     arch = arch or runtime.current_arch()
-    return _build(M, int(N), int(K), config, dtype, M is None, bool(transpose_B), bool(relu), arch)
+    return _build(M, int(N), int(K), config, dtype, M is None, arch)
 
 
-def gemm_relu_reference(a, b, *, transpose_b: bool = False, relu: bool = True):
+def gemm_relu_reference(a, b):
     """ReLU(A @ B) computed in fp32 from the same (rounded) inputs."""
     import torch
 
-    a32 = a.to(torch.float32)
-    b32 = b.to(torch.float32)
-    c = a32 @ (b32.t() if transpose_b else b32)
-    return torch.relu(c) if relu else c
+    return torch.relu(a.to(torch.float32) @ b.to(torch.float32))
 
 
 def _dtype_name(t) -> str:
     return str(t.dtype).replace("torch.", "")
 
 
-def validate_inputs(a, b, *, out=None, transpose_b: bool = False):
-    """Check what can be checked without a GPU; return (M, N, K, dtype name).
+def validate_inputs(a, b, *, out=None):
+    """Check the inputs before anything is compiled; return (M, N, K, dtype name).
 
-    Order matters: type, dtype, rank, inner dimension and layout are checked first, so these errors
-    are the same on a CPU-only machine; device placement is checked after ``require_gpu``.
+    Every check here runs on any machine, so the errors are the same with or without a GPU.
     """
     import torch
 
@@ -155,12 +140,10 @@ def validate_inputs(a, b, *, out=None, transpose_b: bool = False):
     if a.dtype != b.dtype:
         raise TypeError(f"a and b must have the same dtype, got a: {_dtype_name(a)}, b: {_dtype_name(b)}")
     M, K = a.shape
-    N, Kb = (b.shape if transpose_b else (b.shape[1], b.shape[0]))
+    Kb, N = b.shape
     if K != Kb:
-        b_desc = "b (N, K)" if transpose_b else "b (K, N)"
-        raise ValueError(
-            f"inner dimensions do not match: a is {tuple(a.shape)} (M, K) and {b_desc} is "
-            f"{tuple(b.shape)}, so K={K} vs {Kb}")
+        raise ValueError(f"inner dimensions do not match: a is {tuple(a.shape)} (M, K) and b (K, N) is "
+                         f"{tuple(b.shape)}, so K={K} vs {Kb}")
     for name, t in (("a", a), ("b", b)):
         if not t.is_contiguous():
             raise ValueError(f"{name} must be contiguous (got strides {t.stride()}); call .contiguous() first")
@@ -172,30 +155,28 @@ def validate_inputs(a, b, *, out=None, transpose_b: bool = False):
     return M, N, K, _dtype_name(a)
 
 
-def gemm_relu(a, b, config: GemmConfig | None = None, *, out=None, transpose_b: bool = False):
-    """``relu(a @ b)`` (or ``relu(a @ b.T)`` with ``transpose_b``) with the TileLang kernel.
+def gemm_relu(a, b, config: GemmConfig | None = None, *, out=None):
+    """``relu(a @ b)`` with the TileLang kernel (on the GPU in GPU mode, in the emulator on CPU
+    tensors otherwise).
 
-    ``a``: (M, K), ``b``: (K, N) (or (N, K)), both fp16 or both bf16, contiguous, on the GPU.
-    ``config`` defaults to the tuned configuration for the dtype. ``out``: optional (M, N)
-    output buffer. Returns C (M, N) in the input dtype.
+    ``a``: (M, K), ``b``: (K, N), both fp16 or both bf16, contiguous. ``config`` defaults to the
+    tuned configuration for the dtype. ``out``: optional (M, N) output buffer. Returns C (M, N) in
+    the input dtype.
     """
     import torch
 
-    M, N, K, dtype = validate_inputs(a, b, out=out, transpose_b=transpose_b)
-    runtime.require_gpu("gemm_relu")
-    checks.check_tensor(a, "a", device_type="cuda", contiguous=False)
-    checks.check_tensor(b, "b", device_type="cuda", contiguous=False)
+    M, N, K, dtype = validate_inputs(a, b, out=out)
+    device = runtime.mode().device
+    for name, t in (("a", a), ("b", b)) + ((("out", out),) if out is not None else ()):
+        checks.check_tensor(t, name, device_type=device, contiguous=False)
     if a.device != b.device:
         raise ValueError(f"a and b must be on the same device, got {a.device} and {b.device}")
     if out is None:
         out = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    else:
-        checks.check_tensor(out, "out", device_type="cuda")
     if M == 0 or N == 0:
         return out
     if K == 0:
         return out.zero_()
-    kernel = build_gemm_relu(N, K, config=config or tuned_config(dtype), dtype=dtype, transpose_B=transpose_b)
-    with torch.cuda.device(a.device):
-        kernel(a, b, out)
+    kernel = build_gemm_relu(N, K, config=config or tuned_config(dtype), dtype=dtype)
+    runtime.run(kernel, a, b, out)
     return out

@@ -53,7 +53,6 @@ def test_reference_is_fp32_relu_of_matmul():
     ref = gr.gemm_relu_reference(a, b)
     assert ref.dtype == torch.float32
     torch.testing.assert_close(ref, torch.relu(a.float() @ b.float()))
-    torch.testing.assert_close(gr.gemm_relu_reference(a, b.t().contiguous(), transpose_b=True), ref)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -89,14 +88,14 @@ def test_bad_out_buffer():
         gr.gemm_relu(_t(64, 32), _t(32, 16), out=_t(64, 15))
 
 
-def test_valid_cpu_tensors_need_gpu_or_cuda_device():
+def test_tensors_must_be_where_kernels_run():
     a, b = _t(64, 32), _t(32, 16)
-    if GPU:
+    if runtime.mode().can_run:
         with pytest.raises(ValueError, match="cuda device"):
             gr.gemm_relu(a, b)
     else:
-        with pytest.raises(runtime.NoGPUError, match="gemm_relu needs a CUDA GPU"):
-            gr.gemm_relu(a, b)
+        out = gr.gemm_relu(a, b)       # emulated: CPU tensors run in the tile emulator
+        checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE["float16"])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -203,15 +202,6 @@ def test_gemm_relu_matches_reference(shape, dtype, variant):
     checks.assert_close(c, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dtype],
                         what=f"gemm_relu {shape} {dtype} {cfg.name}")
     assert (c >= 0).all()
-
-
-@requires_gpu
-def test_transposed_b_matches_reference():
-    a = checks.random_tensor((300, 512), torch.float16, "cuda")
-    w = checks.random_tensor((264, 512), torch.float16, "cuda")  # nn.Linear weight layout (N, K)
-    out = checks.poisoned((300, 264), torch.float16, "cuda")
-    gr.gemm_relu(a, w, gr.SEED_CONFIG, out=out, transpose_b=True)
-    checks.assert_close(out, gr.gemm_relu_reference(a, w, transpose_b=True), tolerance=checks.TOLERANCE["float16"])
 
 
 @requires_gpu

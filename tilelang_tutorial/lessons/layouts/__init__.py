@@ -28,3 +28,7 @@ def exercise_cases():
         Exercise("03 padding", check_padding, (padding.COLUMN_PAD, padding.LDMATRIX_PAD), starter=(None, None),
                  wrong_answers=(WrongAnswer("too small", wrong.PADDING_TOO_SMALL, "16-byte aligned"),)),
     ]
+
+
+# the modules a notebook reaches through the lesson (lesson.exercises.check_..., ...)
+from . import catalogue, programs, exercises  # noqa: E402,F401

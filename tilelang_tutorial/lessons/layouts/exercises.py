@@ -23,11 +23,14 @@ plots, and when you are wrong it shows *which rows collide in which bank* for on
    every row still starts on a 16-byte boundary (``ldmatrix`` and 16-byte vector copies need
    that). Call ``check_padding(column_pad=..., ldmatrix_pad=...)``.
 
-Solutions: ``tilelang_tutorial/solutions/layouts_conflict_table.py`` and ``solutions/layouts_padding.py``.
+Solutions: ``solutions/conflict_table.py`` and ``solutions/padding.py`` in this lesson's folder.
+:func:`answer_button` keeps an answer (a plot) hidden until the reader clicks for it.
 """
 import numpy as np
 
-from ... import layouts as L
+from ... import layouts
+from ...layouts.banks import _offset_fn
+from ...layouts.inference import BANK_BYTES, NUM_BANKS
 from ...exercise_kit import ExerciseResult, not_attempted
 
 TABLE_SHAPE = (32, 32)
@@ -37,27 +40,27 @@ MAX_PAD = 64
 
 
 def _layouts(shape):
-    return {"row-major": L.row_major_info(shape, dtype="float16"), "swizzled": L.swizzled_info(shape, dtype="float16")}
+    return {"row-major": layouts.row_major_info(shape, dtype="float16"), "swizzled": layouts.swizzled_info(shape, dtype="float16")}
 
 
 def _patterns(shape):
-    return {"ldmatrix 8x8": L.ldmatrix_reads(shape, elem_bytes=ELEM_BYTES),
-            "column reads": L.column_reads(shape, elem_bytes=ELEM_BYTES)}
+    return {"ldmatrix 8x8": layouts.ldmatrix_reads(shape, elem_bytes=ELEM_BYTES),
+            "column reads": layouts.column_reads(shape, elem_bytes=ELEM_BYTES)}
 
 
 def conflict_maps(shape=TABLE_SHAPE) -> dict:
     """{(layout, pattern): per-phase conflict degrees} for the exercise's tile."""
     lays, pats = _layouts(shape), _patterns(shape)
-    return {(ln, pn): L.bank_conflicts(lay, pat) for ln, lay in lays.items() for pn, pat in pats.items()}
+    return {(ln, pn): layouts.bank_conflicts(lay, pat) for ln, lay in lays.items() for pn, pat in pats.items()}
 
 
 def explain_phase(layout, pattern, phase: int = 0, elem_bytes: int = ELEM_BYTES) -> str:
     """Why one phase has the degree it has: which elements land in the most loaded bank."""
     coords = pattern.phases[phase]
-    f = L._offset_fn(layout)
+    f = _offset_fn(layout)
     byte = np.asarray(f(coords[:, 0], coords[:, 1]), dtype=np.int64) * elem_bytes
-    words = byte // L.BANK_BYTES
-    banks = words % L.NUM_BANKS
+    words = byte // BANK_BYTES
+    banks = words % NUM_BANKS
     per_bank = {}
     for (i, j), w, b in zip(coords.tolist(), words.tolist(), banks.tolist()):
         per_bank.setdefault(b, {}).setdefault(w, []).append((i, j))
@@ -124,7 +127,8 @@ def _check_table(prediction) -> ExerciseResult:
                        f"(phase degrees {sorted(set(actual.ravel().tolist()))}). Why: "
                        + explain_phase(lays[ln], pats[pn], worst))
     if not wrong:
-        res.passed("the whole table matches tilelang_tutorial.layouts.bank_conflicts; now plot it (next cell)")
+        res.passed("the whole table matches tilelang_tutorial.layouts.bank_conflicts; "
+                   "the next cell draws every phase when you ask")
     else:
         res.lines.append("   hint: a row is 64 bytes = 16 banks, so rows i and i + 2 start in the same bank; "
                          "the swizzle XORs each 16-byte chunk's position with bits of the row index")
@@ -136,9 +140,9 @@ def _check_table(prediction) -> ExerciseResult:
 # ------------------------------------------------------------------------------------------------
 
 def worst_with_pad(pad: int, pattern: str, shape=PAD_SHAPE) -> int:
-    lay = L.row_major_info(shape, dtype="float16", pad=pad)
+    lay = layouts.row_major_info(shape, dtype="float16", pad=pad)
     pat = _patterns(shape)[pattern]
-    return int(L.bank_conflicts(lay, pat).max())
+    return int(layouts.bank_conflicts(lay, pat).max())
 
 
 def smallest_pad(pattern: str, aligned: bool, shape=PAD_SHAPE) -> int:
@@ -170,10 +174,10 @@ def _check_one(res, pad, pattern, aligned, label):
                           f"starts are not 16-byte aligned: ldmatrix and 16-byte copies need aligned rows")
     worst = worst_with_pad(pad, pattern)
     best = smallest_pad(pattern, aligned)
-    lay = L.row_major_info(PAD_SHAPE, dtype="float16", pad=pad)
+    lay = layouts.row_major_info(PAD_SHAPE, dtype="float16", pad=pad)
     pat = _patterns(PAD_SHAPE)[pattern]
     if worst != 1:
-        deg = L.bank_conflicts(lay, pat).ravel()
+        deg = layouts.bank_conflicts(lay, pat).ravel()
         return res.failed(f"{label} = {pad}: rows {stride_bytes} B apart, {pattern} still {worst}-way. Why: "
                           + explain_phase(lay, pat, int(np.argmax(deg))))
     if pad != best:
@@ -193,3 +197,31 @@ def _check_padding(column_pad, ldmatrix_pad) -> ExerciseResult:
     if res.ok:
         res.lines.append("   note: padding breaks the dense layout TMA and wgmma expect; that is why TileLang swizzles instead")
     return res
+
+
+# ------------------------------------------------------------------------------------------------
+# Answers on request
+# ------------------------------------------------------------------------------------------------
+
+def answer_button(draw, label: str = "Show the answer"):
+    """A button that calls ``draw()`` (which draws or prints the answer) into an output area only
+    when clicked, so "Run All" and a static render never show the answer. Without ipywidgets it
+    draws nothing and says to call ``draw()`` by hand. Returns the button (or None)."""
+    try:
+        import ipywidgets as widgets
+        from IPython.display import display
+    except ImportError:
+        name = getattr(draw, "__name__", "the drawing function")
+        print(f"(ipywidgets is not installed: call {name}() yourself once you have predicted)")
+        return None
+    button = widgets.Button(description=label, button_style="info")
+    out = widgets.Output()
+
+    def on_click(_):
+        with out:
+            out.clear_output(wait=True)
+            draw()
+
+    button.on_click(on_click)
+    display(widgets.VBox([button, out]))
+    return button

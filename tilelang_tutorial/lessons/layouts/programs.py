@@ -3,7 +3,7 @@
 They are real ``T.prim_func`` programs (they compile), but notebook 03 mostly runs only layout
 inference on them (:func:`tilelang_tutorial.layouts.infer_layouts`), which needs no nvcc.
 
-* (notebook 01's elementwise ``T.Parallel`` fragment is ``kernels.scale_copy.scale_copy_program`` itself):
+* (notebook 01's elementwise ``T.Parallel`` fragment is ``scale_copy_program`` of lesson 01 itself):
   inference picks a thread-per-vector layout so global loads are 16 bytes wide.
 * :func:`gemm_program` - a pipelined GEMM: the accumulator's layout is dictated by the tensor
   core instruction (``mma`` on sm_80, ``wgmma`` on sm_90a) and by the warp policy.
@@ -13,6 +13,9 @@ inference on them (:func:`tilelang_tutorial.layouts.infer_layouts`), which needs
   threads: scores ``acc_s`` (64 x 64) and output ``acc_o`` (64 x 512); the scores are written to
   shared memory (``S_shared``) by the user because the second GEMM needs all of them in every
   warpgroup.
+* :func:`two_warpgroup_fragment_program` - the same with the scores cast into a register fragment
+  instead of ``S_shared`` (the spelling of the blog post the tutorial follows): TileLang 0.1.15's
+  layout inference rejects it, because no copy between fragments moves data across warpgroups.
 * :func:`annotated_copy_program` - a shared-memory round trip with or without
   ``T.annotate_layout`` forcing a swizzle, to show what an annotation changes in the CUDA code.
 """
@@ -121,6 +124,44 @@ def two_warpgroup_program(
             T.copy(acc_o, Out)
 
     return two_warpgroups
+
+
+def two_warpgroup_fragment_program(
+    heads: int = 64,
+    dim: int = 512,
+    block_N: int = 64,
+    seqlen: int = 256,
+    threads: int = 256,
+    policy=T.GemmWarpPolicy.FullCol,
+    dtype: str = "float16",
+):
+    """:func:`two_warpgroup_program` with P cast into a register fragment, ``S_frag``, instead of
+    shared memory. Layout inference fails on it ("Layout infer conflict between acc_s and S_frag"):
+    the second GEMM wants every score in both warpgroups, the first leaves half in each."""
+
+    @T.prim_func
+    def two_warpgroups_fragment(
+        Q: T.Tensor((heads, dim), dtype),
+        KV: T.Tensor((seqlen, dim), dtype),
+        Out: T.Tensor((heads, dim), dtype),
+    ):
+        with T.Kernel(1, threads=threads) as bx:
+            Q_shared = T.alloc_shared((heads, dim), dtype)
+            KV_shared = T.alloc_shared((block_N, dim), dtype)
+            S_frag = T.alloc_fragment((heads, block_N), dtype)   # registers, where S_shared was
+            acc_s = T.alloc_fragment((heads, block_N), "float32")
+            acc_o = T.alloc_fragment((heads, dim), "float32")
+            T.copy(Q, Q_shared)
+            T.clear(acc_o)
+            for k in T.Pipelined(T.ceildiv(seqlen, block_N), num_stages=1):
+                T.copy(KV[k * block_N, 0], KV_shared)
+                T.clear(acc_s)
+                T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True, policy=policy)
+                T.copy(acc_s, S_frag)
+                T.gemm(S_frag, KV_shared, acc_o, policy=policy)
+            T.copy(acc_o, Out)
+
+    return two_warpgroups_fragment
 
 
 def annotated_copy_program(M: int = 64, N: int = 64, threads: int = 128, dtype: str = "float16", swizzle: bool = True):

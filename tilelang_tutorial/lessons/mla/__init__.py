@@ -9,6 +9,8 @@ suites ``mla`` (:mod:`.bench`) and ``mla_timeline`` (:mod:`.timeline`).
 from ... import results
 
 NOTEBOOK = "04_mla_decode.ipynb"
+#: the advanced part: the schedule written by hand (no exercises)
+EXTRA_NOTEBOOKS = ("04b_mla_hand_scheduled.ipynb",)
 SUITES = {"mla": "bench:run", "mla_timeline": "timeline:run"}
 
 
@@ -17,9 +19,12 @@ def measured(record):
     from . import op
 
     c, s = record["config"], record["shape"]
-    return [op.program_for(h_q=s["h_q"], dtype=record["dtype"], split=c["num_split"] > 1,
-                           softmax_scale=c["softmax_scale"], schedule=c["schedule"], arch=c.get("arch", "sm_90a"),
-                           **{k: c[k] for k in op.TILE_KNOBS if k in c})]
+    program = op.program_for(s["h_q"], record["dtype"], split=c["num_split"] > 1, softmax_scale=c["softmax_scale"],
+                             schedule=c["schedule"], arch=c.get("arch", "sm_90a"), num_stages=c.get("num_stages", 2))
+    # records of the call a user makes also measured the op's Python code
+    host = {"plan.run": [op.MLADecodePlan.run, op.MLADecodePlan._check],
+            "mla_decode": [op.mla_decode, op.validate_inputs, op.MLADecodePlan.run, op.MLADecodePlan._check]}
+    return [program] + host.get(c.get("path"), [])
 
 
 results.register_suite("mla", measured)
@@ -55,3 +60,7 @@ def exercise_cases():
                  wrong_answers=(WrongAnswer("mean", wrong.combine_mean, "relative error"),
                                 WrongAnswer("overflow", wrong.combine_no_max_subtraction, "overflow"))),
     ]
+
+
+# the modules a notebook reaches through the lesson (lesson.exercises.check_..., ...)
+from . import common, mqa, op, reference, exercises  # noqa: E402,F401

@@ -1,7 +1,7 @@
 """Benchmark suite ``mla``: TileLang MLA decode vs the tutorial's Triton kernel vs eager torch.
 
 ``run()`` measures on the GPU it runs on and returns records for ``results/mla.json``
-(``python -m tilelang_tutorial.bench mla``). Every point uses fresh random inputs with a
+(``python -m tilelang_tutorial bench mla``). Every point uses fresh random inputs with a
 shuffled page table, checks each implementation against the fp32 reference, and reports:
 
 * compute-bound points (h_q = 128): TFLOP/s with FLOPs = 2 * h_q * (576 + 512) * sum(seqlens),
@@ -28,7 +28,7 @@ from .common import DIM_NOPE, DIM_PE, PAGE_SIZE, default_softmax_scale
 from .reference import make_paged_inputs, mla_decode_reference
 
 SUITE = "mla"
-COMMAND = "python -m tilelang_tutorial.bench mla"
+COMMAND = "python -m tilelang_tutorial bench mla"
 
 
 # ------------------------------------------------------------------------------------------

@@ -17,8 +17,6 @@ BLOCK_H = 64        # query heads per CTA (wgmma M)
 SUPPORTED_HEADS = (16, 32, 64, 128)
 LOG2E = 1.4426950408889634
 
-#: Default tile configuration (see :func:`tilelang_tutorial.benchmarks.mla.sweep`).
-DEFAULT_CONFIG = {"block_N": 64, "num_stages": 2, "threads": 256}
 #: SM count assumed when no GPU is visible (H100 SXM / H200: 132).
 DEFAULT_SM_COUNT = 132
 MAX_SPLIT = 64
@@ -149,21 +147,9 @@ def combine_macro(h_q: int, batch, num_split):
 
     One CTA per (head, sequence), 128 threads, 4 output columns each. The weights are computed
     once in shared memory by one thread per split, so the loop over splits only loads the
-    partial outputs -- and it is unrolled 16 ways, so 16 independent loads are in flight per
-    thread instead of one load's full latency per split.
-
-    Tried on the H200 (seesaw schedule, batch 1, kv 32768, 64 splits: 36.7 us) and slower, so
-    not kept: letting this kernel launch early (programmatic dependent launch: a trigger at the
-    start of the attention kernel, ``griddepcontrol.wait`` here) -- 39.2 us; partial outputs in
-    fp16 instead of fp32 on top of that, halving their traffic -- 41.0 us.
-
-    Also tried and not kept: no second kernel at all -- the attention kernel launched
-    cooperatively, a grid barrier (``T.sync_grid()``) after the partial outputs, then each CTA
-    combining its share of the rows (correct on every test shape). Batch 1, kv 32768: 37.2 ->
-    36.6 us; batch 1, kv 8192: 24.2 -> 23.0 us; but batch 4, kv 32768 (four rows per CTA):
-    82.6 -> 86.5 us. The barrier plus the in-kernel combine took as long as this kernel and the
-    gap before it (~6 us at batch 1): either way every partial output (16 MiB of fp32 at batch
-    1) is read back from L2, so little was left to save.
+    partial outputs; it is unrolled 16 ways, so 16 independent loads are in flight per thread
+    instead of one load's full latency per split. (Alternatives measured on the H200 and not
+    kept are in ``docs/mla-engineering-log.md``.)
     """
     import tilelang.language as T
 

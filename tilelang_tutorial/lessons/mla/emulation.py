@@ -1,6 +1,6 @@
 """A tile-level emulation of the MLA decode kernel in plain torch (runs on CPU).
 
-It follows :mod:`tilelang_tutorial.kernels.mla_decode` step by step, with the same tiles and
+It follows :mod:`.auto` step by step, with the same tiles and
 the same division of work, so a reader without a GPU can watch the algorithm:
 
 * one "CTA" = one sequence x a block of 64 query heads x one KV split (rows past ``h_q`` are
@@ -16,7 +16,7 @@ the same division of work, so a reader without a GPU can watch the algorithm:
 * split-KV: each split returns ``(o_partial, lse)`` and :func:`combine_splits` merges them.
 
 :func:`emulate_cta_seesaw` is the same CTA under the hand-written seesaw schedule
-(:mod:`tilelang_tutorial.kernels.mla_decode_seesaw`): the two warpgroups take turns scoring
+(:mod:`.seesaw`): the two warpgroups take turns scoring
 whole blocks, pass only the running max to each other, and keep one share of the denominator
 each; ``emulate_mla_decode(..., schedule="seesaw")`` runs it.
 

@@ -5,7 +5,7 @@
    and the ``T.GemmWarpPolicy`` of both GEMMs (``"FullRow"``, ``"FullCol"`` or ``"Square"``).
    Call ``check_warp_config({"block_H": ..., "threads": ..., "policy": ...})``. The checker runs
    TileLang's layout inference (:func:`tilelang_tutorial.layouts.infer_layouts`, no nvcc) on
-   ``layout_demos.two_warpgroup_program`` -- the kernel's two GEMMs, ``acc_s = Q @ KV^T`` and
+   ``lessons/layouts/programs.py: two_warpgroup_program`` -- the kernel's two GEMMs, ``acc_s = Q @ KV^T`` and
    ``acc_o += S @ KV`` -- with your choice, reads how many registers per thread the fp32
    accumulators take and which axis the warpgroups split, and explains the register cost.
    It passes when (a) the accumulators leave room in the consumers' share of the register file
@@ -26,7 +26,7 @@
    Hint: each split's weight is its share of the total denominator, ``2^(lse_s) / sum_r 2^(lse_r)``;
    subtract the largest ``lse`` before exponentiating.
 
-Solutions: ``tilelang_tutorial/solutions/mla_warp_policy.py`` and ``solutions/mla_combine.py``.
+Solutions: ``solutions/warp_policy.py`` and ``solutions/combine.py`` in this lesson's folder.
 """
 from __future__ import annotations
 
@@ -150,7 +150,7 @@ def _check_warp_config(choice, arch) -> ExerciseResult:
     from ... import layouts as L
 
     try:
-        infos = L.infer_layouts(D.two_warpgroup_program(heads=block_h, threads=threads, policy=L._policy(policy)),
+        infos = L.infer_layouts(D.two_warpgroup_program(heads=block_h, threads=threads, policy=L.warp_policy(policy)),
                                 arch=arch)
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [""])[-1][:400]

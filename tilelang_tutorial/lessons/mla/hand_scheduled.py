@@ -23,8 +23,8 @@ def check_inputs(h_q: int, dtype: str, softmax_scale: float | None) -> float:
     return float((softmax_scale if softmax_scale is not None else default_softmax_scale()) * LOG2E)
 
 
-def hand_scheduled_parts(h_q: int, *, split: bool, scale: float, skip_rescale: bool = True):
-    """Macros both hand-written schedules (this one and :mod:`.mla_decode_seesaw`) use:
+def hand_scheduled_parts(h_q: int, *, split: bool, scale: float):
+    """Macros both hand-written schedules (:mod:`.ws` and :mod:`.seesaw`) use:
     ``online_softmax`` (one block, full rows), ``rescale`` (``O *= alpha`` with the warp-vote
     skip), ``store_half`` (normalise and store 256 output columns) and ``load_q`` (the
     producer's Q load, then ``q_full``). ``scale`` is the softmax scale times log2(e)."""
@@ -56,16 +56,12 @@ def hand_scheduled_parts(h_q: int, *, split: bool, scale: float, skip_rescale: b
     def rescale(acc_o, alpha, flag):
         # O *= alpha row by row -- skipped by a whole warp when none of its 16 rows got a new
         # maximum (alpha == 1 exactly, so the result is unchanged), which gets more common as
-        # the running maxima settle over a long sequence
-        if skip_rescale:
-            flag[0] = 0
-            for i in T.Parallel(BLOCK_H):
-                if alpha[i] != 1:
-                    flag[0] = 1
-            if T.any_sync(flag[0]):
-                for i, j in T.Parallel(BLOCK_H, half):
-                    acc_o[i, j] *= alpha[i]
-        else:
+        # the running maxima settle over a long sequence: a vote of the warp's 32 lanes
+        flag[0] = 0
+        for i in T.Parallel(BLOCK_H):
+            if alpha[i] != 1:
+                flag[0] = 1
+        if T.any_sync(flag[0]):
             for i, j in T.Parallel(BLOCK_H, half):
                 acc_o[i, j] *= alpha[i]
 

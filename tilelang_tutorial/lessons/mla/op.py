@@ -1,8 +1,9 @@
 """The MLA decode op: build (once per configuration) one of the three schedules, validate
-inputs, choose the split, and launch.
+inputs, choose the split, run.
 
-:func:`mla_decode` is the simple call; :class:`MLADecodeLaunch` is a prepared launch (compiled
-kernel + workspaces, no checks, no host sync) that benchmarks time directly.
+:func:`plan` validates a batch and returns an :class:`MLADecodePlan`, whose ``run`` is the fast
+path (no host sync, no allocation, capturable in a CUDA graph); :func:`mla_decode` is the simple
+call (validates every time, runs a cached plan).
 """
 # NOTE: no `from __future__ import annotations` here (kept alike with the kernel modules).
 
@@ -12,16 +13,16 @@ import threading
 
 from ... import runtime
 from . import auto, seesaw, ws
-from .common import DEFAULT_CONFIG, DEFAULT_SM_COUNT, DIM_NOPE, DIM_PE, MAX_SPLIT, PAGE_SIZE, \
+from .common import DEFAULT_SM_COUNT, DIM_NOPE, DIM_PE, MAX_SPLIT, PAGE_SIZE, \
     SUPPORTED_HEADS, choose_num_split, default_softmax_scale
 
 
-#: Architectures this kernel is built for. sm_90a gets the warp-specialized TMA + wgmma design;
-#: sm_80 / sm_90 (no 'a': no wgmma/setmaxnreg) get the same program lowered to mma.sync and
-#: cp.async with one KV buffer (A100's 164 KiB of shared memory holds Q + one 64-row block).
-#: sm_86 / sm_89 have at most 99 KiB of shared memory per block, less than Q + one KV block
-#: (152 KiB), so they are refused with a clear error.
-ARCH_STAGES = {"sm_90a": None, "sm_90": 1, "sm_80": 1}
+#: Where the auto schedule is built, and how many KV stages fit. One CTA holds Q (64 x 576), one
+#: KV page per stage (64 x 576) and P (64 x 64), all 16-bit: 152 KiB with one stage, 224 KiB with
+#: two. Hopper and B200-class Blackwell give a block 227 KiB (two stages; sm_90a lowers the GEMMs
+#: to wgmma, sm_100a to mma.sync); the A100 164 KiB (one stage); the sm_86 / sm_89 / sm_120 parts
+#: 99 KiB, less than one stage: refused with the numbers.
+ARCH_STAGES = {"sm_90a": None, "sm_100a": None, "sm_80": 1}
 #: "auto": :mod:`.auto` (TileLang derives the warpgroup split and the producer);
 #: "ws": hand-written warp specialization, a score and a value warpgroup (:mod:`.ws`);
 #: "seesaw": hand-written, both warpgroups score alternate blocks (:mod:`.seesaw`).
@@ -39,10 +40,11 @@ class UnsupportedArchError(ValueError):
 
 def stages_for(arch: str, num_stages: int) -> int:
     if arch not in ARCH_STAGES:
+        limit = runtime.ARCHS[arch].smem_per_block // 1024 if arch in runtime.ARCHS else None
         raise UnsupportedArchError(
-            f"MLA decode needs >= 152 KiB of shared memory per block (Q 64x576 + one 64x576 KV "
-            f"block); {arch} offers at most 99 KiB. Supported: {', '.join(ARCH_STAGES)} "
-            f"(sm_90a is the warp-specialized Hopper design).")
+            f"MLA decode needs at least 152 KiB of shared memory per block (Q 64 x 576, one 64 x 576 "
+            f"KV page and P 64 x 64, 16-bit); {arch} offers {limit} KiB. It is built for "
+            f"{', '.join(ARCH_STAGES)}.")
     cap = ARCH_STAGES[arch]
     return num_stages if cap is None else min(num_stages, cap)
 
@@ -54,81 +56,55 @@ def stages_for(arch: str, num_stages: int) -> int:
 _PROGRAM_LOCK = threading.Lock()
 
 
-#: The tile knobs of the ``auto`` schedule (the hand-written ones have one fixed configuration).
-TILE_KNOBS = ("block_N", "num_stages", "defer_sum", "reduce_batch", "qk_wait")
-DEFAULT_KNOBS = {"block_N": 64, "num_stages": 2, "defer_sum": True, "reduce_batch": 2, "qk_wait": None}
-
-
-def program_for(h_q, dtype, *, split, softmax_scale, schedule, arch, block_N=64, num_stages=2,
-                defer_sum=True, reduce_batch=2, qk_wait=None):
+def program_for(h_q, dtype, *, split, softmax_scale, schedule, arch, num_stages=2):
     """The ``T.prim_func`` :func:`build_mla_decode` compiles for this configuration (schedule
     already resolved, see :func:`resolve_schedule`)."""
-    if schedule in HAND_WRITTEN:
-        program = {"ws": ws.mla_decode_ws_program, "seesaw": seesaw.mla_decode_seesaw_program}[schedule]
-        with _PROGRAM_LOCK:
-            return program(h_q, dtype, split=split, softmax_scale=softmax_scale)
-    if qk_wait is None:  # the faster form where the hardware has asynchronous wgmma
-        qk_wait = "single" if arch == "sm_90a" else "each"
     with _PROGRAM_LOCK:
+        if schedule in HAND_WRITTEN:
+            program = {"ws": ws.mla_decode_ws_program, "seesaw": seesaw.mla_decode_seesaw_program}[schedule]
+            return program(h_q, dtype, split=split, softmax_scale=softmax_scale)
         return auto.mla_decode_program(h_q, dtype, split=split, softmax_scale=softmax_scale,
-                                       block_N=block_N, num_stages=stages_for(arch, num_stages),
-                                       defer_sum=defer_sum, reduce_batch=reduce_batch, qk_wait=qk_wait)
+                                       num_stages=stages_for(arch, num_stages))
 
 
 @functools.lru_cache(maxsize=None)
-def _build(h_q, dtype, split, softmax_scale, block_N, num_stages, defer_sum, reduce_batch, arch,
-           qk_wait, schedule):
+def _build(h_q, dtype, split, softmax_scale, num_stages, arch, schedule):
     prog = program_for(h_q, dtype, split=split, softmax_scale=softmax_scale, schedule=schedule, arch=arch,
-                       block_N=block_N, num_stages=num_stages, defer_sum=defer_sum,
-                       reduce_batch=reduce_batch, qk_wait=qk_wait)
+                       num_stages=num_stages)
     return runtime.compile_kernel(prog, arch=arch)
 
 
-def resolve_schedule(schedule: str | None, arch: str | None = None, **knobs) -> str:
+def resolve_schedule(schedule: str | None, arch: str | None = None) -> str:
     """The schedule :func:`build_mla_decode` uses: ``schedule`` itself, or for ``None``
-    :data:`DEFAULT_SM90A_SCHEDULE` on sm_90a with default tile knobs and ``"auto"`` otherwise."""
+    :data:`DEFAULT_SM90A_SCHEDULE` on sm_90a and ``"auto"`` elsewhere."""
     if schedule is not None:
         return schedule
-    arch = arch or runtime.current_arch()
-    default_knobs = all(knobs.get(k, v) == v for k, v in DEFAULT_KNOBS.items())
-    return DEFAULT_SM90A_SCHEDULE if arch == "sm_90a" and default_knobs else "auto"
+    return DEFAULT_SM90A_SCHEDULE if (arch or runtime.current_arch()) == "sm_90a" else "auto"
 
 
 def build_mla_decode(h_q: int, dtype: str = "float16", *, split: bool = False,
-                     softmax_scale: float | None = None, block_N: int = DEFAULT_CONFIG["block_N"],
-                     num_stages: int = DEFAULT_CONFIG["num_stages"], defer_sum: bool = True,
-                     reduce_batch: int = 2, qk_wait: str | None = None,
+                     softmax_scale: float | None = None, num_stages: int = 2,
                      schedule: str | None = None, arch: str | None = None):
     """Compile (once per configuration and architecture) the MLA decode kernel.
 
     Batch size, cache size, block-table width and ``num_split`` are dynamic, so the cache key is
-    only the configuration: heads, dtype, split or not, scale, schedule and the tile knobs.
+    only the configuration: heads, dtype, split or not, scale, schedule, stages and architecture.
 
     ``schedule``: ``"auto"`` (:func:`.auto.mla_decode_program`: TileLang derives the warpgroup
-    split and the producer), ``"ws"`` or ``"seesaw"`` (:mod:`.ws`, :mod:`.seesaw`: hand-written warp specialization, sm_90a only, one tile
-    configuration). ``None`` picks :data:`DEFAULT_SM90A_SCHEDULE` on sm_90a when the tile knobs
-    are at their defaults and ``"auto"`` otherwise (``results/mla.json`` records all three).
+    split and the producer), ``"ws"`` or ``"seesaw"`` (:mod:`.ws`, :mod:`.seesaw`: hand-written
+    warp specialization, sm_90a only). ``None`` picks :data:`DEFAULT_SM90A_SCHEDULE` on sm_90a
+    and ``"auto"`` elsewhere. ``num_stages`` (the auto schedule's KV buffers) is capped where
+    shared memory is smaller.
     """
     arch = arch or runtime.current_arch()
     stages_for(arch, num_stages)  # a clear error before any compiling
-    default_knobs = (block_N, num_stages, defer_sum, reduce_batch, qk_wait) == (64, 2, True, 2, None)
-    schedule = resolve_schedule(schedule, arch, block_N=block_N, num_stages=num_stages,
-                                defer_sum=defer_sum, reduce_batch=reduce_batch, qk_wait=qk_wait)
+    schedule = resolve_schedule(schedule, arch)
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
-    if schedule in HAND_WRITTEN:
-        if arch != "sm_90a":
-            raise UnsupportedArchError(f"schedule={schedule!r} is written for sm_90a (TMA, wgmma, setmaxnreg), not {arch}")
-        if not default_knobs:
-            raise ValueError(f"schedule={schedule!r} has one fixed tile configuration; the tile knobs "
-                             "(block_N, num_stages, defer_sum, reduce_batch, qk_wait) belong to schedule='auto'")
-    if qk_wait is None:  # the faster schedule where the hardware has asynchronous wgmma
-        qk_wait = "single" if arch == "sm_90a" else "each"
-    if qk_wait != "each" and arch != "sm_90a":
-        raise UnsupportedArchError(f"qk_wait='single' uses asynchronous wgmma: sm_90a only, not {arch}")
+    if schedule in HAND_WRITTEN and arch != "sm_90a":
+        raise UnsupportedArchError(f"schedule={schedule!r} is written for sm_90a (TMA, wgmma, setmaxnreg), not {arch}")
     scale = float(softmax_scale) if softmax_scale is not None else default_softmax_scale()
-    return _build(int(h_q), str(dtype), bool(split), scale, int(block_N), int(num_stages),
-                  bool(defer_sum), int(reduce_batch), arch, str(qk_wait), schedule)
+    return _build(int(h_q), str(dtype), bool(split), scale, int(num_stages), arch, schedule)
 
 
 def prebuild(configs, *, arch: str | None = None, workers: int | None = None) -> list:
@@ -149,11 +125,13 @@ def _dtype_name(t) -> str:
 
 
 def validate_inputs(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens,
-                    num_split=None, *, device_type: str | None = "cuda"):
+                    num_split=None, *, device_type: str | None = "mode"):
     """Check every input; raise a ValueError/TypeError that names the problem.
 
-    Shapes, dtypes and the block table are checked first (on any device, so these errors are
-    testable without a GPU), then the device. Returns ``(batch, h_q, max_seqlen)``.
+    Shapes, dtypes and the block table are checked first (on any device, so these errors are the
+    same everywhere), then the device: ``"mode"`` means where this machine runs kernels (cuda on a
+    GPU, cpu in the emulator). Reads ``cache_seqlens`` and ``block_table`` on the host (a sync on
+    a GPU). Returns ``(batch, h_q, max_seqlen)``.
     """
     import torch
 
@@ -201,6 +179,8 @@ def validate_inputs(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens
     if bt.numel() and (int(bt.min()) < 0 or int(bt.max()) >= num_pages):
         raise ValueError(f"block_table holds page ids outside [0, {num_pages}) for used pages "
                          f"(min {int(bt.min())}, max {int(bt.max())})")
+    if device_type == "mode":
+        device_type = runtime.mode().device
     if device_type is not None:
         for name, t in (("q_nope", q_nope), ("q_pe", q_pe), ("kv_cache", kv_cache),
                         ("pe_cache", pe_cache), ("block_table", block_table),
@@ -218,53 +198,97 @@ def sm_count() -> int:
     return DEFAULT_SM_COUNT
 
 
-class MLADecodeLaunch:
-    """A prepared launch: compiled kernel + preallocated workspaces, no checks, no host sync.
+class MLADecodePlan:
+    """Everything one batch shape needs, made once: the compiled kernel, the split, the workspaces.
 
-    ``mla_decode`` validates and then uses one of these; benchmarks time ``launch()`` directly
-    (like serving systems, which plan the split once per batch step).
+    ``plan.run(...)`` then does no host sync, allocates nothing (it writes the plan's output
+    buffer, or ``out``) and can be captured in a CUDA graph: the way serving systems call decode
+    attention every step (FlashInfer's ``plan``/``run``, FlashMLA's ``get_mla_metadata``). Make
+    plans with :func:`plan`, which validates the inputs fully; ``run`` checks only what costs no
+    sync (shapes, dtypes, devices) and trusts the plan for the rest.
     """
 
-    def __init__(self, q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, *,
-                 num_split: int, softmax_scale: float | None = None, out=None, **config):
+    def __init__(self, *, batch: int, h_q: int, max_seqlen: int, num_pages: int, max_pages: int,
+                 dtype, device, num_split: int | None = None, softmax_scale: float | None = None,
+                 schedule: str | None = None, arch: str | None = None):
         import torch
 
-        b, h_q, _ = q_nope.shape
-        self.num_split = num_split
-        config = dict(config)
-        knobs = {k: v for k, v in config.items() if k not in ("schedule", "arch")}
-        config["schedule"] = resolve_schedule(config.get("schedule"), config.get("arch"), **knobs)
-        self.schedule = config["schedule"]
-        self.kernel = build_mla_decode(h_q, _dtype_name(q_nope), split=num_split > 1,
-                                       softmax_scale=softmax_scale, **config)
-        dev = q_nope.device
-        self.lse = torch.empty(b, h_q, num_split, dtype=torch.float32, device=dev)
-        # With num_split == 1 the kernel writes Output directly and never touches lse or
-        # o_partial, but the signature still has them: (b, h_q, 1[, 512]) fp32.
-        self.o_partial = torch.empty(b, h_q, num_split if num_split > 1 else 1, DIM_NOPE,
-                                     dtype=torch.float32, device=dev)
-        self.out = out if out is not None else torch.empty_like(q_nope)
-        self.args = (q_nope, q_pe, kv_cache.view(-1, DIM_NOPE), pe_cache.view(-1, DIM_PE),
-                     block_table, cache_seqlens, self.lse, self.o_partial, self.out)
+        self.shape = {"batch": batch, "h_q": h_q, "num_pages": num_pages, "max_pages": max_pages}
+        self.dtype, self.device = dtype, torch.device(device)
+        self.max_seqlen = max_seqlen
+        self.num_split = num_split or choose_num_split(batch, h_q, max_seqlen, sm_count=sm_count())
+        self.schedule = resolve_schedule(schedule, arch)
+        self.kernel = build_mla_decode(h_q, _dtype_name(torch.empty(0, dtype=dtype)), split=self.num_split > 1,
+                                       softmax_scale=softmax_scale, schedule=self.schedule, arch=arch)
+        # The split kernel writes per-split partials; with num_split == 1 the kernel writes the
+        # output directly and never touches them, but its signature still has them.
+        ns = self.num_split
+        self.lse = torch.empty(batch, h_q, ns, dtype=torch.float32, device=self.device)
+        self.o_partial = torch.empty(batch, h_q, ns, DIM_NOPE, dtype=torch.float32, device=self.device)
+        self.out = torch.empty(batch, h_q, DIM_NOPE, dtype=dtype, device=self.device)
 
-    def launch(self):
-        self.kernel(*self.args)
-        return self.out
+    def _check(self, q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, out):
+        s = self.shape
+        want = {"q_nope": (s["batch"], s["h_q"], DIM_NOPE), "q_pe": (s["batch"], s["h_q"], DIM_PE),
+                "kv_cache": (s["num_pages"], PAGE_SIZE, 1, DIM_NOPE), "pe_cache": (s["num_pages"], PAGE_SIZE, 1, DIM_PE),
+                "block_table": (s["batch"], s["max_pages"]), "cache_seqlens": (s["batch"],)}
+        given = {"q_nope": q_nope, "q_pe": q_pe, "kv_cache": kv_cache, "pe_cache": pe_cache,
+                 "block_table": block_table, "cache_seqlens": cache_seqlens}
+        if out is not None:
+            want["out"], given["out"] = want["q_nope"], out
+        for name, t in given.items():
+            if tuple(t.shape) != want[name]:
+                raise ValueError(f"this plan was made for {name} of shape {want[name]}, got {tuple(t.shape)}: "
+                                 f"make a new plan for this batch")
+            if t.device != self.device:
+                raise ValueError(f"this plan was made for tensors on {self.device}, got {name} on {t.device}")
+            if name in ("q_nope", "q_pe", "kv_cache", "pe_cache", "out") and t.dtype != self.dtype:
+                raise TypeError(f"this plan was made for {self.dtype}, got {name} in {t.dtype}")
+
+    def run(self, q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, *, out=None):
+        """Decode attention for inputs of the planned shape; returns the output (the plan's own
+        buffer unless ``out`` is given, so a later run overwrites it)."""
+        self._check(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, out)
+        out = self.out if out is None else out
+        runtime.run(self.kernel, q_nope, q_pe, kv_cache.view(-1, DIM_NOPE), pe_cache.view(-1, DIM_PE),
+                    block_table, cache_seqlens, self.lse, self.o_partial, out)
+        return out
+
+
+def plan(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, num_split=None,
+         softmax_scale: float | None = None, *, schedule: str | None = None) -> MLADecodePlan:
+    """Validate the inputs (every check, on the host) and make the plan that runs them."""
+    b, h_q, max_len = validate_inputs(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, num_split)
+    return MLADecodePlan(batch=b, h_q=h_q, max_seqlen=max_len, num_pages=kv_cache.shape[0],
+                         max_pages=block_table.shape[1], dtype=q_nope.dtype, device=q_nope.device,
+                         num_split=num_split, softmax_scale=softmax_scale, schedule=schedule)
+
+
+_PLANS: dict = {}
 
 
 def mla_decode(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, num_split=None,
-               softmax_scale: float | None = None, *, out=None, **config):
-    """MLA decode attention over a paged latent cache (see the module docstring for shapes).
+               softmax_scale: float | None = None, *, out=None, schedule: str | None = None):
+    """MLA decode attention over a paged latent cache, in one call: validates every input, then
+    runs a cached plan for this shape (see :class:`MLADecodePlan` for the fast path).
 
-    ``num_split=None`` chooses the split-KV factor with :func:`choose_num_split`;
-    ``softmax_scale=None`` means ``1/sqrt(576)``. Returns ``(batch, h_q, 512)`` in q's dtype.
+    ``q_nope (b, h_q, 512)``, ``q_pe (b, h_q, 64)``, ``kv_cache (num_pages, 64, 1, 512)``,
+    ``pe_cache (num_pages, 64, 1, 64)``, ``block_table (b, max_pages) int32``, ``cache_seqlens
+    (b,) int32``. ``num_split=None`` chooses the split-KV factor with :func:`.common.choose_num_split`;
+    ``softmax_scale=None`` means ``1/sqrt(576)``. Returns ``(b, h_q, 512)`` in q's dtype (a new
+    tensor unless ``out`` is given).
     """
-    b, h_q, max_len = validate_inputs(q_nope, q_pe, kv_cache, pe_cache, block_table,
-                                      cache_seqlens, num_split)
-    runtime.require_gpu("mla_decode")
-    if num_split is None:
-        num_split = choose_num_split(b, h_q, max_len, sm_count=sm_count(),
-                                     block_N=config.get("block_N", DEFAULT_CONFIG["block_N"]))
-    return MLADecodeLaunch(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens,
-                           num_split=num_split, softmax_scale=softmax_scale, out=out,
-                           **config).launch()
+    import torch
+
+    b, h_q, max_len = validate_inputs(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, num_split)
+    ns = num_split or choose_num_split(b, h_q, max_len, sm_count=sm_count())
+    key = (b, h_q, kv_cache.shape[0], block_table.shape[1], q_nope.dtype, str(q_nope.device), ns,
+           softmax_scale, resolve_schedule(schedule), runtime.current_arch())
+    the_plan = _PLANS.get(key)
+    if the_plan is None:
+        the_plan = _PLANS[key] = MLADecodePlan(
+            batch=b, h_q=h_q, max_seqlen=max_len, num_pages=kv_cache.shape[0], max_pages=block_table.shape[1],
+            dtype=q_nope.dtype, device=q_nope.device, num_split=ns, softmax_scale=softmax_scale, schedule=schedule)
+    if out is None:
+        out = torch.empty_like(q_nope)
+    return the_plan.run(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, out=out)

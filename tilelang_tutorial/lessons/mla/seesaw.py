@@ -40,9 +40,9 @@ REGS_CONSUMER, REGS_PRODUCER = 232, 40
 
 
 def mla_decode_seesaw_program(h_q: int, dtype: str = "float16", *, split: bool = False,
-                              softmax_scale: float | None = None, skip_rescale: bool = True):
+                              softmax_scale: float | None = None):
     """The seesaw MLA decode ``T.prim_func``; same arguments as
-    :func:`.mla_decode.mla_decode_program` (see there), one tile configuration."""
+    :func:`.auto.mla_decode_program` (see there), one tile configuration."""
     import tilelang  # noqa: F401  (sets up TileLang's TVM before the language module)
     import tilelang.language as T
 
@@ -55,8 +55,7 @@ def mla_decode_seesaw_program(h_q: int, dtype: str = "float16", *, split: bool =
     dims = decode_dims(split)
     batch, _, _, num_split = dims
 
-    online_softmax, rescale, store_half, load_q = hand_scheduled_parts(
-        h_q, split=split, scale=scale, skip_rescale=skip_rescale)
+    online_softmax, rescale, store_half, load_q = hand_scheduled_parts(h_q, split=split, scale=scale)
     split_range = split_range_macro(num_split, BLOCK_N)
 
     @T.macro

@@ -23,7 +23,7 @@ from . import op as K
 from .common import BLOCK_H, PAGE_SIZE, default_softmax_scale
 
 SUITE = "mla_timeline"
-COMMAND = "python -m tilelang_tutorial.bench mla_timeline"
+COMMAND = "python -m tilelang_tutorial bench mla_timeline"
 H_Q = 128
 #: (kv_len, num_split) of the recorded calls
 POINTS = ((64, 1), (4096, 64), (8192, 64), (16384, 64), (32768, 64))

@@ -24,23 +24,10 @@ sums), and ``set_max_nreg`` gives the registers to the warpgroups that hold accu
 Per 64-token block this reads Q from shared memory once instead of twice and removes the
 cross-warpgroup reductions; the price is that the schedule (who waits for whom, which parity)
 is now the author's job, not the compiler's. The arguments, the split-KV workspaces and the
-combine kernel (``combine_macro``) are those of :mod:`.mla_decode`, so
-:func:`.mla_decode.mla_decode` runs any schedule (``schedule="ws"`` here). The macros of
-:func:`hand_scheduled_parts` also serve :mod:`.mla_decode_seesaw`, where both consumer
-warpgroups compute scores -- the faster schedule, and the sm_90a default.
-
-Details that mattered on the H200 (``benchmarks.mla.sweep``, fp16, b = 64, kv = 8192):
-
-* Q is loaded by the producer with TMA. A plain ``T.copy`` by all 384 threads lowered to scalar
-  loads (64 x 256 halves are not a multiple of 384 x the vector width) and cost tens of
-  microseconds per CTA in the profiler.
-* A stage is released (``kv_empty``) as soon as both halves of its ``P V`` are done, so the
-  producer stays two blocks ahead. Issuing ``Q K^T`` of block k+1 right behind ``P V`` of block k
-  measured slower: only two stages fit, and the loads then arrive late.
-* ``skip_rescale``: a warp skips ``O *= alpha`` when none of its rows got a new maximum
-  (``alpha == 1`` exactly, so the result is unchanged) -- a vote with ``T.any_sync``.
-* Only a sequence's last block is masked, and the output is scaled by one reciprocal per row
-  instead of an IEEE division per element.
+combine kernel are those of :mod:`.common`, so :func:`.op.mla_decode` runs any schedule
+(``schedule="ws"`` here). The macros of :mod:`.hand_scheduled` also serve :mod:`.seesaw`,
+where both consumer warpgroups compute scores: the faster schedule, and the sm_90a default.
+What was measured on the way is in ``docs/mla-engineering-log.md``.
 """
 # NOTE: no `from __future__ import annotations` here: T.prim_func evaluates the annotations.
 
@@ -57,9 +44,9 @@ REGS_SCORE, REGS_VALUE, REGS_PRODUCER = 240, 200, 64
 
 
 def mla_decode_ws_program(h_q: int, dtype: str = "float16", *, split: bool = False,
-                          softmax_scale: float | None = None, skip_rescale: bool = True):
+                          softmax_scale: float | None = None):
     """The hand-scheduled MLA decode ``T.prim_func``; same arguments as
-    :func:`.mla_decode.mla_decode_program` (see there), one tile configuration."""
+    :func:`.auto.mla_decode_program` (see there), one tile configuration."""
     import tilelang  # noqa: F401  (sets up TileLang's TVM before the language module)
     import tilelang.language as T
 
@@ -79,8 +66,7 @@ def mla_decode_ws_program(h_q: int, dtype: str = "float16", *, split: bool = Fal
         T.wgmma_gemm(Q_r, KV_r[stage, :, :], acc_s, transpose_B=True)
         T.wgmma_gemm(Q_pe_s, K_pe_s[stage, :, :], acc_s, transpose_B=True)
 
-    online_softmax, rescale, store_half, load_q = hand_scheduled_parts(
-        h_q, split=split, scale=scale, skip_rescale=skip_rescale)
+    online_softmax, rescale, store_half, load_q = hand_scheduled_parts(h_q, split=split, scale=scale)
     split_range = split_range_macro(num_split, BLOCK_N)
 
     @T.macro

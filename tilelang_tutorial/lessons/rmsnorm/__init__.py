@@ -2,8 +2,9 @@
 (``notebooks/05_rmsnorm_silu.ipynb``).
 
 Kernel :mod:`.kernel` (the layout-annotated kernel, the naive one it replaces, the op), the
-pre-existing Triton path :mod:`.triton_existing`, the dispatch :mod:`.dispatch`, a video-VAE
-block :mod:`.vae_block`, exercises :mod:`.exercises`, benchmark suite ``rmsnorm`` (:mod:`.bench`).
+two-pass shared-memory design it is compared with :mod:`.two_pass`, the pre-existing Triton path
+:mod:`.triton_existing`, the dispatch :mod:`.dispatch`, a video-VAE block :mod:`.vae_block`,
+exercises :mod:`.exercises`, benchmark suite ``rmsnorm`` (:mod:`.bench`).
 """
 from ... import results
 
@@ -14,13 +15,17 @@ SUITES = {"rmsnorm": "bench:run"}
 def measured(record):
     """What an ``rmsnorm`` record measured: the kernel's program (and, for the op and the VAE
     block, the Python code that calls it)."""
-    from . import dispatch, kernel, vae_block
+    from . import dispatch, kernel, two_pass, vae_block
 
     c, dtype = record["config"], record["dtype"]
     C = record["shape"]["C"]
     if record["kernel"] == "rmsnorm_silu_naive":
         return [kernel.naive_rmsnorm_silu_program(C, dtype, c["block_m"], c["threads"])]
-    cfg = kernel.RMSNormSiLUConfig(**{k: v for k, v in c["kernel_config"].items() if k != "block_m"})
+    if record["kernel"] == "rmsnorm_silu_two_pass":
+        return [two_pass.two_pass_rmsnorm_silu_program(C, dtype, block_m=c["block_m"], block_C=c["block_C"],
+                                                       threads=c["threads"]),
+                kernel.rmsnorm_silu_program(C, dtype)]
+    cfg = kernel.RMSNormSiLUConfig(**{k: v for k, v in c["kernel_config"].items() if k not in ("block_m", "fast_math")})
     program = kernel.rmsnorm_silu_program(C, dtype, cfg)
     if record["kernel"] == "vae_block_e2e":
         return ([program] if c["dispatch_path"] == "tilelang" else []) + [vae_block.VAEResBlock, vae_block.fused_norm_silu, vae_block.eager_norm_silu,
@@ -61,3 +66,7 @@ def exercise_cases():
                      WrongAnswer("added after the norm", wrong.wrong_residual_after_norm, "wrong values"),
                  )),
     ]
+
+
+# the modules a notebook reaches through the lesson (lesson.exercises.check_..., ...)
+from . import dispatch, kernel, exercises  # noqa: E402,F401

@@ -1,9 +1,8 @@
-"""Notebook 05's RMSNorm + SiLU on the GPU: per-width bandwidth, small-M latency, the VAE block.
+"""Notebook 05's RMSNorm + SiLU on the GPU: per-width bandwidth, small-M latency, the VAE block,
+the one-pass kernel against the two-pass shared-memory design.
 
-    python -m tilelang_tutorial.bench rmsnorm                          # run() and record (lead's CLI)
-    python -m tilelang_tutorial.benchmarks.rmsnorm run --quick         # run() and print, no recording
-    python -m tilelang_tutorial.benchmarks.rmsnorm sweep               # explore kernel configs (prints)
-    python -m tilelang_tutorial.benchmarks.rmsnorm compile [--sweep]   # pre-compile (no GPU needed)
+    python -m tilelang_tutorial bench rmsnorm            # run() and record in results/rmsnorm.json
+    python -m tilelang_tutorial bench rmsnorm --quick    # a few widths (see ``run``)
 
 Everything is measured in one process, on fresh random inputs, medians of ``timing.median_ms``
 (L2 flushed between repetitions):
@@ -16,21 +15,22 @@ Everything is measured in one process, on fresh random inputs, medians of ``timi
   record), ``torch.compile`` of that function (fp16; dynamic M, one compile per C), the pre-existing
   Triton kernel where it applies (96/192/384), Liger-Kernel's RMSNorm + F.silu when importable;
 * the NAIVE fragment kernel at a few widths (to show the cliff the notebook explains);
+* the TWO-PASS shared-memory design (:mod:`.two_pass`) at a few widths, against the one-pass kernel
+  on the same inputs (:func:`_two_pass_records`);
 * small M (2048 rows): latency of the same contenders (launch-bound regime);
 * the VAE residual block end to end, eager norm vs the drop-in (dispatch), and the norm alone at
   the block's shape.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import sys
 import time
 
 from ... import checks, results, runtime, timing
 from . import kernel as rs
+from . import two_pass
 
-COMMAND = "python -m tilelang_tutorial.bench rmsnorm"
+COMMAND = "python -m tilelang_tutorial bench rmsnorm"
 SUITE = "rmsnorm"
 WIDTHS = (96, 128, 160, 192, 256, 320, 384, 512, 640, 768, 1024)
 DTYPES = ("float16", "bfloat16")
@@ -39,6 +39,8 @@ LARGE_M = 1 << 20
 PROD_LEADING = (1, 4, 360, 640)
 SMALL_M = 2048
 NAIVE_WIDTHS = (96, 128, 192, 256, 640)
+#: Widths of the one-pass vs two-pass comparison (fp16, M = 2^20): block_C = 32, 32, 128, 128, 128.
+TWO_PASS_WIDTHS = (96, 160, 256, 640, 1024)
 #: VAE block end to end: (C, conv, (B, T, H, W)); 720x1280 stages, 2 frames per chunk.
 VAE_CASES = (
     (160, "3d", (1, 2, 360, 640)),
@@ -63,20 +65,23 @@ def traffic_bytes(M: int, C: int, elem: int = 2) -> int:
 # ---------------------------------------------------------------------------------------------
 
 def compile_many(jobs, *, arch=None, workers=None, verbose=True):
-    """Compile ``[(C, dtype, config_or_None_or_'naive'), ...]``; returns {job: kernel or exception}."""
+    """Compile ``[(C, dtype, config_or_None_or_'naive'_or_'two_pass'), ...]``; returns {job: kernel or exception}."""
     def build(job):
         C, dtype, cfg = job
         if cfg == "naive":
             return rs.build_naive_rmsnorm_silu(C, dtype, arch=arch)
+        if cfg == "two_pass":
+            return runtime.compile_kernel(two_pass.two_pass_rmsnorm_silu_program(C, dtype), arch=arch)
         return rs.build_rmsnorm_silu(C, dtype, config=cfg, arch=arch)
 
     return runtime.compile_parallel(jobs, build, workers=workers, verbose=verbose,
                                     describe=lambda j: f"C={j[0]} {j[1]} {j[2]}")
 
 
-def run_jobs(widths=WIDTHS, dtypes=DTYPES, naive_widths=NAIVE_WIDTHS):
+def run_jobs(widths=WIDTHS, dtypes=DTYPES, naive_widths=NAIVE_WIDTHS, two_pass_widths=TWO_PASS_WIDTHS):
     return ([(C, dt, None) for dt in dtypes for C in widths]
-            + [(C, "float16", "naive") for C in naive_widths])
+            + [(C, "float16", "naive") for C in naive_widths]
+            + [(C, "float16", "two_pass") for C in two_pass_widths])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -158,7 +163,7 @@ def run(quick: bool = False) -> results.Run:
     prov = results.provenance(COMMAND + (" --quick" if quick else ""))
     widths = (96, 160, 256, 640) if quick else WIDTHS
     dtypes = ("float16",) if quick else DTYPES
-    kernels = compile_many(run_jobs(widths, dtypes, () if quick else NAIVE_WIDTHS))
+    kernels = compile_many(run_jobs(widths, dtypes, () if quick else NAIVE_WIDTHS, () if quick else TWO_PASS_WIDTHS))
     bad = {j: k for j, k in kernels.items() if isinstance(k, Exception)}
     if bad:
         raise RuntimeError(f"kernels failed to compile: {sorted(bad, key=str)}") from next(iter(bad.values()))
@@ -210,7 +215,7 @@ def run(quick: bool = False) -> results.Run:
                     correctness.update(triton_rel_error=tcmp.rel_error, triton_ok=tcmp.ok)
                     peers["triton_existing"] = _peer(
                         timing.median_ms(lambda: tr.rmsnorm_silu_triton(x, gamma, EPS, out=yt)), nbytes,
-                        name="pre-existing Triton kernel (kernels/rmsnorm_silu_triton.py)")
+                        name="pre-existing Triton kernel (lessons/rmsnorm/triton_existing.py)")
                 if liger is not None:
                     try:
                         yl = liger(x2d, gamma)
@@ -239,6 +244,7 @@ def run(quick: bool = False) -> results.Run:
     torch._dynamo.reset()
     if not quick:
         out += _naive_records(ceiling)
+        out += _two_pass_records(ceiling, kernels)
     out += _vae_records(VAE_CASES[:1] if quick else VAE_CASES)
     print(f"\nrmsnorm benchmark: {len(out)} records in {time.time() - t_start:.0f} s", flush=True)
     return results.Run(out, prov)
@@ -287,6 +293,48 @@ def _naive_records(ceiling):
         out.append(rec)
         print(f"  naive C={C}: {rec['value']:.0f} GB/s vs annotated {rec['reference']['value']:.0f} GB/s; {cmp}",
               flush=True)
+        del x, y
+    return out
+
+
+def _two_pass_records(ceiling, kernels):
+    """The blog post's TWO-PASS design (:mod:`.two_pass`: C in block_C chunks staged in shared
+    memory, X read twice) against the one-pass kernel (rows kept in registers, X read once), fp16,
+    M = 2^20, same inputs, both as raw kernel launches. ``value``: the two-pass kernel's effective
+    bandwidth, counting X once (the op's useful traffic, as for every record); ``reference``: the
+    one-pass kernel. Notebook 05 reads these records."""
+    import torch
+
+    out = []
+    print("\nTWO-PASS shared-memory design vs the one-pass kernel (notebook 05):")
+    for C in TWO_PASS_WIDTHS:
+        block_C = two_pass.two_pass_block_C(C)
+        k = kernels[(C, "float16", "two_pass")]
+        x = checks.random_tensor((LARGE_M, C), torch.float16, "cuda")
+        gamma = checks.random_tensor((C,), torch.float16, "cuda")
+        y = checks.poisoned(x.shape, torch.float16, "cuda")
+        k(x, gamma, y, EPS)
+        torch.cuda.synchronize()
+        cmp = _check(y, x, gamma, "float16")
+        nbytes = traffic_bytes(LARGE_M, C)
+        ms = timing.median_ms(lambda: k(x, gamma, y, EPS))
+        one_pass = rs.build_rmsnorm_silu(C, "float16")
+        one_pass_ms = timing.median_ms(lambda: one_pass(x, gamma, y, EPS))
+        rec = results.make_record(
+            suite=SUITE, kernel="rmsnorm_silu_two_pass", nbytes=nbytes,
+            config={"C": C, "block_m": 16, "block_C": block_C, "threads": 128, "regime": "bandwidth",
+                    "variant": "two-pass"},
+            shape={"name": "M=2^20", "leading": [LARGE_M], "M": LARGE_M, "C": C}, dtype="float16",
+            metric="effective bandwidth", value=gbps(nbytes, ms), unit="GB/s", latency_ms=ms,
+            reference={"name": "rmsnorm_silu (one pass, rows in registers, raw launch)",
+                       "value": gbps(nbytes, one_pass_ms), "unit": "GB/s", "latency_ms": one_pass_ms},
+            ceiling=ceiling,
+            correctness={"rel_error": cmp.rel_error, "unwritten": cmp.unwritten, "ok": cmp.ok,
+                         "tolerance": cmp.tolerance},
+        )
+        out.append(rec)
+        print(f"  two-pass C={C} (block_C {block_C}): {rec['value']:.0f} GB/s vs one-pass "
+              f"{rec['reference']['value']:.0f} GB/s; {cmp}", flush=True)
         del x, y
     return out
 
@@ -400,15 +448,14 @@ def _vae_records(cases):
 # ---------------------------------------------------------------------------------------------
 
 def sweep_configs(C: int) -> list:
-    """The default config and its neighbours: other group sizes, block sizes, 2 rows per thread,
-    the approximate-division SiLU."""
+    """The default config and its neighbours: other group sizes, block sizes, 2 rows per thread."""
     base = rs.default_config(C)
     cands = [base]
     for g in rs.valid_groups(C):
         if g >= 2 and g != base.group and (C // rs.VEC) // g <= 8:
             cands.append(dataclasses.replace(base, group=g, threads=128 if g <= 8 else 256))
     cands += [dataclasses.replace(base, threads=t) for t in (128, 256, 512) if t != base.threads]
-    cands += [dataclasses.replace(base, rows_per_thread=2), dataclasses.replace(base, fast_math=True)]
+    cands += [dataclasses.replace(base, rows_per_thread=2)]
     return list(dict.fromkeys(cands))
 
 
@@ -422,7 +469,7 @@ def sweep(widths=(96, 160, 320, 640, 1024), dtype="float16", M=LARGE_M, *, worke
     ceil = timing.measure_ceilings(dtypes=("float16",))
     rows = []
     print(f"copy ceiling {ceil.copy_gbps:.0f} GB/s; M = {M}, {dtype}")
-    print(f"{'C':>5} {'group':>5} {'threads':>7} {'rows/thr':>8} {'fast':>5} {'block_m':>7} {'GB/s':>7} {'/copy':>6}  check")
+    print(f"{'C':>5} {'group':>5} {'threads':>7} {'rows/thr':>8} {'block_m':>7} {'GB/s':>7} {'/copy':>6}  check")
     for C in widths:
         tdt = getattr(torch, dtype)
         x = checks.random_tensor((M, C), tdt, "cuda")
@@ -433,7 +480,7 @@ def sweep(widths=(96, 160, 320, 640, 1024), dtype="float16", M=LARGE_M, *, worke
             row = {"C": C, "config": cfg.as_dict()}
             if isinstance(k, Exception):
                 row["error"] = f"compile: {type(k).__name__}"
-                print(f"{C:>5} {cfg.group:>5} {cfg.threads:>7} {cfg.rows_per_thread:>8} {cfg.fast_math!s:>5} compile failed")
+                print(f"{C:>5} {cfg.group:>5} {cfg.threads:>7} {cfg.rows_per_thread:>8} compile failed")
                 rows.append(row)
                 continue
             y = checks.poisoned(x.shape, tdt, "cuda")
@@ -445,7 +492,7 @@ def sweep(widths=(96, 160, 320, 640, 1024), dtype="float16", M=LARGE_M, *, worke
                        default=cfg == rs.default_config(C))
             rows.append(row)
             mark = " <- default" if row["default"] else ""
-            print(f"{C:>5} {cfg.group:>5} {cfg.threads:>7} {cfg.rows_per_thread:>8} {cfg.fast_math!s:>5} "
+            print(f"{C:>5} {cfg.group:>5} {cfg.threads:>7} {cfg.rows_per_thread:>8} "
                   f"{cfg.block_m():>7} {row['gbps']:7.0f} {row['gbps'] / ceil.copy_gbps:6.2f}  "
                   f"{'ok' if cmp.ok else 'WRONG'}{mark}", flush=True)
         del x
@@ -459,150 +506,3 @@ def sweep(widths=(96, 160, 320, 640, 1024), dtype="float16", M=LARGE_M, *, worke
             print(f"  C={C}: {best['config']} {best['gbps']:.0f} GB/s"
                   + (f" (default {dflt['gbps']:.0f} GB/s)" if dflt else ""))
     return rows
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading the records back (notebook 05): tables and a plot
-# ---------------------------------------------------------------------------------------------
-
-#: The issue's bar for every width (M = 2^20 and the BTHWC shape).
-TARGETS = {"min_gbps": 3600.0, "min_ratio_to_copy": 0.85, "min_x_eager": 2.0, "min_x_compile": 1.2}
-
-
-def _get(r, key, default=None):
-    return r.get(key, default) if hasattr(r, "get") else r.data.get(key, default)
-
-
-def _pv(r, name):
-    p = (_get(r, "peers") or {}).get(name) or {}
-    return p.get("value")
-
-
-def bandwidth_table(records) -> str:
-    """Per-width table of the bandwidth records, with the targets checked (PASS/MISS per row)."""
-    rows = [r for r in records if _get(r, "kernel") == "rmsnorm_silu"
-            and _get(r, "config", {}).get("regime") == "bandwidth"]
-    if not rows:
-        return "(no recorded bandwidth records)"
-    lines = [f"{'C':>5} {'shape':<8} {'dtype':<9} {'dispatch':<8} {'TileLang':>9} {'/copy':>6} {'eager':>7} "
-             f"{'compile':>8} {'triton':>7} {'liger':>7} {'x eager':>8} {'x compile':>9}  targets  (GB/s)"]
-    for r in sorted(rows, key=lambda r: (_get(r, "dtype"), _get(r, "shape")["name"], _get(r, "shape")["C"])):
-        v, comp = _get(r, "value"), _pv(r, "torch_compile")
-        x_comp = v / comp if comp else None
-        ok = (v >= TARGETS["min_gbps"] and _get(r, "ratio_to_ceiling") >= TARGETS["min_ratio_to_copy"]
-              and _get(r, "ratio_to_reference") >= TARGETS["min_x_eager"]
-              and (x_comp is None or x_comp >= TARGETS["min_x_compile"]))
-        f = lambda x: f"{x:.0f}" if x else "-"  # noqa: E731
-        lines.append(
-            f"{_get(r, 'shape')['C']:>5} {_get(r, 'shape')['name']:<8} {_get(r, 'dtype'):<9} "
-            f"{_get(r, 'config').get('dispatch_path', '-'):<8} {v:9.0f} {_get(r, 'ratio_to_ceiling'):6.2f} "
-            f"{f(_pv(r, 'eager_torch')):>7} {f(comp):>8} {f(_pv(r, 'triton_existing')):>7} {f(_pv(r, 'liger')):>7} "
-            f"{_get(r, 'ratio_to_reference'):8.2f} {(f'{x_comp:.2f}' if x_comp else '-'):>9}  "
-            f"{'PASS' if ok else 'MISS'}{'' if _get(r, 'correctness', {}).get('ok') else ' WRONG'}")
-    lines.append(f"targets: >= {TARGETS['min_gbps']:.0f} GB/s, >= {TARGETS['min_ratio_to_copy']:.0%} of copy, "
-                 f">= {TARGETS['min_x_eager']}x eager, >= {TARGETS['min_x_compile']}x torch.compile (fp16 only)")
-    return "\n".join(lines)
-
-
-def latency_table(records) -> str:
-    rows = [r for r in records if _get(r, "config", {}).get("regime") == "latency"]
-    if not rows:
-        return "(no recorded small-M latency records)"
-    lines = [f"{'C':>5} {'M':>6} {'TileLang op':>11} {'launch only':>11} {'eager':>7} {'compile':>8} "
-             f"{'triton':>7} {'liger':>7}   (us, lower is better)"]
-    f = lambda x: f"{x:.1f}" if x else "-"  # noqa: E731
-    for r in sorted(rows, key=lambda r: _get(r, "shape")["C"]):
-        lines.append(f"{_get(r, 'shape')['C']:>5} {_get(r, 'shape')['M']:>6} {_get(r, 'value'):11.1f} "
-                     f"{f(_pv(r, 'kernel_launch_only')):>11} {f(_pv(r, 'eager_torch')):>7} "
-                     f"{f(_pv(r, 'torch_compile')):>8} {f(_pv(r, 'triton_existing')):>7} {f(_pv(r, 'liger')):>7}")
-    return "\n".join(lines)
-
-
-def vae_table(records) -> str:
-    rows = [r for r in records if _get(r, "kernel") == "vae_block_e2e"]
-    if not rows:
-        return "(no recorded VAE block records)"
-    lines = [f"{'C':>5} {'conv':<4} {'B,T,H,W':<18} {'path':<8} {'eager block':>11} {'drop-in':>9} {'speedup':>8} "
-             f"{'norm eager':>10} {'norm fused':>10}  check"]
-    for r in rows:
-        c, s = _get(r, "config"), _get(r, "shape")
-        lines.append(f"{s['C']:>5} {c['conv']:<4} {','.join(map(str, s['leading'])):<18} {c['dispatch_path']:<8} "
-                     f"{_get(r, 'reference')['value']:9.3f}ms {_get(r, 'value'):7.3f}ms {_pv(r, 'speedup'):7.2f}x "
-                     f"{_pv(r, 'norm_only_eager'):8.0f}us {_pv(r, 'norm_only_fused'):8.0f}us  "
-                     f"{'ok' if _get(r, 'correctness', {}).get('ok') else 'WRONG'}")
-    return "\n".join(lines)
-
-
-def plot_bandwidth(records, dtype="float16", shape_name="M=2^20"):
-    """GB/s per width for every contender, with the copy ceiling; None when nothing matches."""
-    import matplotlib.pyplot as plt
-
-    rows = sorted((r for r in records if _get(r, "kernel") == "rmsnorm_silu"
-                   and _get(r, "config", {}).get("regime") == "bandwidth" and _get(r, "dtype") == dtype
-                   and _get(r, "shape")["name"] == shape_name), key=lambda r: _get(r, "shape")["C"])
-    if not rows:
-        return None
-    xs = [_get(r, "shape")["C"] for r in rows]
-    fig, ax = plt.subplots(figsize=(9, 4.2))
-    series = [("TileLang kernel", lambda r: _get(r, "value"), "o-"),
-              ("eager torch", lambda r: _pv(r, "eager_torch"), "s--"),
-              ("torch.compile", lambda r: _pv(r, "torch_compile"), "^--"),
-              ("pre-existing Triton", lambda r: _pv(r, "triton_existing"), "D"),
-              ("Liger RMSNorm + silu", lambda r: _pv(r, "liger"), "x:")]
-    for label, get, style in series:
-        pts = [(x, get(r)) for x, r in zip(xs, rows) if get(r)]
-        if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=label)
-    ax.axhline(_get(rows[0], "ceiling")["value"], color="gray", lw=1, label="copy bandwidth (measured)")
-    naive = [r for r in records if _get(r, "kernel") == "rmsnorm_silu_naive" and dtype == _get(r, "dtype")]
-    if naive:
-        ax.plot([_get(r, "shape")["C"] for r in naive], [_get(r, "value") for r in naive], "v", color="red",
-                label="naive fragment kernel")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(xs)
-    ax.set_xticklabels([str(x) for x in xs])
-    ax.set_xlabel("channel width C")
-    ax.set_ylabel("effective GB/s (read x + write y)")
-    p = _get(rows[0], "provenance")
-    ax.set_title(f"RMSNorm+SiLU, {dtype}, {shape_name} — recorded on {p['gpu']} {p['date'][:10]}", fontsize=9)
-    ax.legend(fontsize=8, loc="best")
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    return fig
-
-
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tilelang_tutorial.benchmarks.rmsnorm", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("sweep", help="time alternative configs per width (prints)")
-    s.add_argument("--widths", type=int, nargs="+", default=[96, 160, 320, 640, 1024])
-    s.add_argument("--dtype", default="float16", choices=DTYPES)
-    s.add_argument("--workers", type=int, default=None)
-    r = sub.add_parser("run", help="run() and print (recording is done by python -m tilelang_tutorial.bench rmsnorm)")
-    r.add_argument("--quick", action="store_true")
-    c = sub.add_parser("compile", help="compile run()'s kernels (and --sweep's) only; no GPU needed")
-    c.add_argument("--arch", default=None)
-    c.add_argument("--sweep", action="store_true", help="also the sweep grid")
-    c.add_argument("--workers", type=int, default=None)
-    args = p.parse_args(argv)
-    if args.cmd == "sweep":
-        sweep(tuple(args.widths), args.dtype, workers=args.workers)
-    elif args.cmd == "run":
-        run(quick=args.quick)
-    else:
-        jobs = run_jobs()
-        if args.sweep:
-            jobs += [(C, "float16", cfg) for C in (96, 160, 320, 640, 1024) for cfg in sweep_configs(C)]
-        done = compile_many(jobs, arch=args.arch, workers=args.workers)
-        # The exercise's reference solution at the widths its GPU check uses (tests compile it).
-        from . import exercises as ex
-        from .solutions.residual import residual_rmsnorm_silu_solution
-        for C in ex.GPU_WIDTHS:
-            runtime.compile_kernel(residual_rmsnorm_silu_solution(C, "float16"), arch=args.arch)
-        return 1 if any(isinstance(k, Exception) for k in done.values()) else 0
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """One call site for fused RMSNorm + SiLU: keep the existing fast paths, fill the gaps with TileLang.
 
-    from tilelang_tutorial.norm_dispatch import fused_rmsnorm_silu
+    from tilelang_tutorial.lessons.rmsnorm.dispatch import fused_rmsnorm_silu
     y = fused_rmsnorm_silu(x, gamma, eps=1e-5, out=None)     # x: (..., C) channels-last
 
 Routing is by channel width C = x.shape[-1]:
@@ -8,7 +8,7 @@ Routing is by channel width C = x.shape[-1]:
 * C registered in ``FAST_PATHS`` (the pre-existing, hand-tuned kernels: Triton for 96, 192, 384)
   -> that kernel, unchanged;
 * any other C that is a multiple of 32 -> the TileLang kernel
-  (``tilelang_tutorial.kernels.rmsnorm_silu``);
+  (:mod:`.kernel`);
 * C not a multiple of 32 -> ``ValueError`` naming the width and the supported ones. There is no
   silent fallback: a caller who wants eager torch for odd widths asks for it explicitly
   (``F.silu(F.rms_norm(x, (C,), gamma, eps))``), so a slow path never hides behind this name.
@@ -38,8 +38,8 @@ def _triton_fn(x, gamma, eps=DEFAULT_EPS, out=None):
     return rmsnorm_silu_triton(x, gamma, eps=eps, out=out)
 
 
-_TRITON = NormPath("triton", "pre-existing hand-tuned Triton kernel (kernels/rmsnorm_silu_triton.py)", _triton_fn)
-TILELANG_PATH = NormPath("tilelang", "TileLang kernel for any C % 32 == 0 (kernels/rmsnorm_silu.py)",
+_TRITON = NormPath("triton", "pre-existing hand-tuned Triton kernel (lessons/rmsnorm/triton_existing.py)", _triton_fn)
+TILELANG_PATH = NormPath("tilelang", "TileLang kernel for any C % 32 == 0 (lessons/rmsnorm/kernel.py)",
                          _tilelang.rmsnorm_silu)
 
 #: The registry of existing fast paths, keyed by channel width.

@@ -3,41 +3,22 @@
     y[r, c] = silu( x[r, c] / sqrt(mean_c(x[r, :]^2) + eps) * gamma[c] ),   silu(v) = v * sigmoid(v)
 
 for an (M, C) view of a channels-last tensor (any leading shape: BTHWC, BHWC, ...), fp16 or bf16
-in and out, fp32 arithmetic inside. Any C that is a multiple of 32.
+in and out, fp32 arithmetic inside, for any C that is a multiple of 32.
 
-Design (why it looks like this)
--------------------------------
-The op is memory-bound: each element is read once and written once, and a handful of FLOPs sit
-in between. So the only goal is to move 16-byte vectors with every thread of the GPU busy, at
-*every* width.
+The op is memory-bound: each element is read once and written once with a handful of FLOPs in
+between, so the goal is 16-byte vector accesses with every thread busy, at every width.
 
-A naive tile kernel (``naive_rmsnorm_silu_program`` below, kept for the comparison in notebook 05)
-allocates a ``(block_m, C)`` fragment and lets TileLang's layout inference spread it over the
-threads. When a row is a power-of-two number of 16-byte vectors (C = 128, 256, 512, 1024)
-inference finds a good layout (a power-of-two group of lanes per row, 8 contiguous halves per
-thread). Otherwise (C / 8 = 12, 20, 24, 40, 48, 80, 96 for C = 96, 160, 192, 320, 384, 640, 768) it
-cannot tile the row over a power-of-two thread group and falls back to "a whole row per thread",
-replicated over the block: every thread computes the same rows, only ``block_m`` threads store, the
-global loads shrink (4 bytes at C = 96) and the stores stride by a whole row. That is our
-explanation of the 17-207 GB/s the issue measured at C = 96/160/320/640.
+* :func:`naive_rmsnorm_silu_program` is the kernel one writes first: a ``(block_m, C)`` fragment
+  whose layout TileLang's inference chooses. Inference finds a per-row group of lanes only when a
+  row is a power-of-two number of 16-byte vectors (C = 128, 256, 512, 1024); at other widths it
+  gives each thread a whole row, replicated over the block (notebook 05 shows it in the CUDA).
+* :func:`rmsnorm_silu_program` chooses the layout instead (:func:`row_group_layout`): a group of
+  ``group`` consecutive threads owns each row, thread ``t`` of the group holding the 16-byte
+  vectors ``t, t + group, ...``; the row stays in registers between the sum of squares and the
+  output, and the fp32 sum of squares is reduced across the group's lanes only.
 
-This kernel does not leave that choice to inference. It *annotates* the fragment layout
-(``row_group_layout``): each row is owned by a group of ``group`` consecutive threads (a power of two
-that divides C / 8, at most a warp); thread ``t`` of the group holds the 8-element (16-byte) vectors
-``t, t + group, t + 2*group, ...`` of the row, so one load instruction of the group covers
-``group * 16`` contiguous bytes, and the row stays in registers between the sum of squares and the
-output (C <= 1024 is at most 40 halves per thread with the default configs; larger C works, with more
-registers). The block holds ``threads // group`` rows per pass (times ``rows_per_thread``). The sum
-of squares is an fp32 ``T.reduce_sum`` whose reduction only crosses the ``group`` threads of a row
-(warp shuffles, no shared memory, no barrier). No shared memory and no TMA at all, so the TMA box
-limit (256 elements per dimension) that made the original kernel chunk C does not apply.
-
-SiLU is written ``v / (1 + exp2(-v * log2 e))``: TileLang vectorises it into float4 code and
-nvcc emits one ``ex2.approx`` per element; ``fast_math=True`` (an approximate ``__fdividef``) is
-offered to the tuning sweep only.
-
-``M`` is dynamic (``T.dynamic``): one compiled kernel per (C, dtype, config) serves every number
-of rows; the last block's rows are bounds-checked. ``eps`` is a runtime scalar argument.
+``M`` is dynamic (``T.dynamic``): one compiled kernel per (C, dtype, config) serves every number of
+rows. ``eps`` is a runtime argument.
 """
 # No `from __future__ import annotations`: T.prim_func evaluates the kernel's annotations.
 import functools
@@ -65,17 +46,11 @@ class RMSNormSiLUConfig:
     group:            threads that share one row (power of two, divides C // 8, <= 32)
     threads:          threads per block (multiple of ``group``)
     rows_per_thread:  rows each thread group handles (block rows = threads // group * this)
-    fast_math:        False: silu as v / (1 + 2^(-v*log2 e)) with an IEEE division -- TileLang
-                      vectorises it into float4 code, ~46 registers/thread at C = 640.
-                      True: ``__fdividef`` (one approximate reciprocal); TileLang cannot vectorise
-                      the extern call, the scalar loop needs more registers, so the block also asks
-                      for 1024 resident threads per SM (``__launch_bounds__``). For the tuning sweep.
     """
 
     group: int
     threads: int
     rows_per_thread: int = 1
-    fast_math: bool = False
 
     def block_m(self) -> int:
         return self.threads // self.group * self.rows_per_thread
@@ -93,20 +68,20 @@ def valid_groups(C: int) -> list[int]:
 
 
 def default_config(C: int, dtype: str = "float16") -> RMSNormSiLUConfig:
-    """The config the op uses for width C (``benchmarks.rmsnorm.sweep`` explores the others).
+    """The config the op uses for width C (:func:`.bench.sweep` explores the others).
 
     The largest group (<= a warp) that still leaves every thread >= 2 vectors of the row: enough
     independent 16-byte loads in flight per thread, few shuffle rounds per element. 128 threads
     per block for groups of up to 8 lanes, 256 for groups of 16 or 32 so a block still holds 8+ rows.
     """
-    _check_width(C)
+    check_channel_width(C)
     n_vec = C // VEC
     group = max(g for g in valid_groups(C) if n_vec // g >= 2 or g == 1)
     threads = 128 if group <= 8 else 256
     return RMSNormSiLUConfig(group=group, threads=threads, rows_per_thread=1)
 
 
-def _check_width(C: int) -> None:
+def check_channel_width(C: int) -> None:
     if not isinstance(C, int) or C <= 0 or C % CHANNEL_MULTIPLE != 0:
         raise ValueError(
             f"rmsnorm_silu supports channel widths that are a positive multiple of {CHANNEL_MULTIPLE}; "
@@ -134,7 +109,7 @@ def row_group_layout(block_m: int, C: int, group: int, threads: int) -> Fragment
 
 def rmsnorm_silu_program(C: int, dtype: str = "float16", config: RMSNormSiLUConfig | None = None):
     """The TileLang kernel factory: ``main(X[m, C], gamma[C], Y[m, C], eps)`` with dynamic m."""
-    _check_width(C)
+    check_channel_width(C)
     if dtype not in SUPPORTED_DTYPES:
         raise TypeError(f"rmsnorm_silu supports {' and '.join(SUPPORTED_DTYPES)}, got {dtype}")
     cfg = config or default_config(C, dtype)
@@ -142,7 +117,7 @@ def rmsnorm_silu_program(C: int, dtype: str = "float16", config: RMSNormSiLUConf
         raise ValueError(f"group {cfg.group} does not divide C // 8 = {C // VEC} into 16-byte vectors")
     if cfg.threads % cfg.group or cfg.threads % 32:
         raise ValueError(f"threads ({cfg.threads}) must be a multiple of 32 and of group ({cfg.group})")
-    group, threads, block_m, fast_math = cfg.group, cfg.threads, cfg.block_m(), cfg.fast_math
+    group, threads, block_m = cfg.group, cfg.threads, cfg.block_m()
     accum = "float32"
     inv_c = 1.0 / C
     m = T.dynamic("m")
@@ -155,8 +130,6 @@ def rmsnorm_silu_program(C: int, dtype: str = "float16", config: RMSNormSiLUConf
         eps: T.float32,
     ):
         with T.Kernel(T.ceildiv(m, block_m), threads=threads) as bx:
-            if fast_math:
-                T.annotate_min_blocks_per_sm(max(1, 1024 // threads))
             x = T.alloc_fragment((block_m, C), dtype)       # the rows, kept in registers
             sq = T.alloc_fragment((block_m, C), accum)      # x^2 in fp32 (folded away by nvcc)
             rstd = T.alloc_fragment((block_m,), accum)      # one 1/rms per row
@@ -178,24 +151,16 @@ def rmsnorm_silu_program(C: int, dtype: str = "float16", config: RMSNormSiLUConf
             for i, j in T.Parallel(block_m, C):
                 v = T.Cast(accum, x[i, j]) * rstd[i] * T.Cast(accum, Gamma[j])
                 # silu(v) = v / (1 + e^-v), with e^-v = 2^(-v log2 e): exp2f is one ex2.approx.
-                if fast_math:
-                    y[i, j] = T.Cast(dtype, T.call_extern(accum, "__fdividef", v, 1.0 + T.exp2(v * -LOG2_E)))
-                else:
-                    y[i, j] = T.Cast(dtype, v / (1.0 + T.exp2(v * -LOG2_E)))
+                y[i, j] = T.Cast(dtype, v / (1.0 + T.exp2(v * -LOG2_E)))
             T.copy(y, Y[bx * block_m, 0])
 
     return main
 
 
 def naive_rmsnorm_silu_program(C: int, dtype: str = "float16", block_m: int = 8, threads: int = 128):
-    """NAIVE variant, kept only for the comparison in notebook 05 -- do not use.
-
-    The single-pass fragment kernel as one would first write it: stage the tile in shared memory,
-    let layout inference place the (block_m, C) fragments. Fine when C / 8 is a power of two
-    (C = 128, 256, 512, 1024); at C = 96, 160, 192, 320, 384, 640, 768 inference gives each thread
-    a whole row, replicated across the block (see the module docstring and notebook 05).
-    """
-    _check_width(C)
+    """The first kernel one writes (kept for the comparison in notebook 05; the op never uses it):
+    stage the tile in shared memory and let layout inference place the (block_m, C) fragments."""
+    check_channel_width(C)
     accum = "float32"
     inv_c = 1.0 / C
     m = T.dynamic("m")
@@ -239,7 +204,7 @@ def build_rmsnorm_silu(C: int, dtype: str = "float16", config: RMSNormSiLUConfig
 
     Call as ``kernel(x2d, gamma, y2d, eps)`` with contiguous CUDA tensors (the op does this).
     """
-    _check_width(C)
+    check_channel_width(C)
     cfg = config or default_config(C, dtype)
     return _build(C, dtype, cfg, arch or runtime.current_arch())
 
@@ -307,27 +272,28 @@ def validate_rmsnorm_silu_inputs(x, gamma, out=None, *, what: str = "rmsnorm_sil
             raise ValueError(f"{what}: out must be contiguous, got strides {out.stride()}")
         if out.numel() and out.data_ptr() == x.data_ptr():
             raise ValueError(f"{what}: out must not be x itself (in-place is not supported)")
+    device = runtime.mode().device      # cuda on a GPU; cpu where kernels run in the emulator
     for name, t in (("x", x), ("gamma", gamma)) + ((("out", out),) if out is not None else ()):
-        if t.device.type != "cuda":
-            raise ValueError(f"{what}: {name} must be on a CUDA device, got {t.device} (move it with .to('cuda'))")
+        if t.device.type != device:
+            raise ValueError(f"{what}: {name} must be on a {device} device, got {t.device} (move it with .to('{device}'))")
     if gamma.device != x.device or (out is not None and out.device != x.device):
         raise ValueError(f"{what}: x, gamma and out must be on the same device")
     return C
 
 
 def rmsnorm_silu(x, gamma, eps: float = DEFAULT_EPS, out=None):
-    """y = silu(rms_norm(x) * gamma) over the last dim; returns ``out`` (allocated if None)."""
+    """y = silu(rms_norm(x) * gamma) over the last dim; returns ``out`` (allocated if None). Runs on
+    the GPU in GPU mode, in the tile emulator on CPU tensors otherwise."""
     import torch
 
     C = validate_rmsnorm_silu_inputs(x, gamma, out)
-    runtime.require_gpu("rmsnorm_silu")
     y = torch.empty_like(x) if out is None else out
     if x.numel() == 0:
         return y
     kernel = build_rmsnorm_silu(C, _dtype_name(x))
-    if x.device.index is not None and x.device.index != torch.cuda.current_device():
+    if x.device.type == "cuda" and x.device.index is not None and x.device.index != torch.cuda.current_device():
         with torch.cuda.device(x.device):   # launch on x's GPU, not the current one
-            kernel(x.view(-1, C), gamma, y.view(-1, C), float(eps))
+            runtime.run(kernel, x.view(-1, C), gamma, y.view(-1, C), float(eps))
     else:
-        kernel(x.view(-1, C), gamma, y.view(-1, C), float(eps))
+        runtime.run(kernel, x.view(-1, C), gamma, y.view(-1, C), float(eps))
     return y

@@ -3,7 +3,7 @@
 In the story of notebook 05 this module was already in the codebase before the TileLang kernel:
 a VAE whose channel widths were 96, 192 and 384 got a fused Triton kernel with one tuned launch
 configuration per width. A newer model needs other widths; rather than touch this kernel (or its
-call sites), ``tilelang_tutorial.norm_dispatch`` keeps routing these three widths here and sends
+call sites), :mod:`.dispatch` keeps routing these three widths here and sends
 everything else to the TileLang kernel. Nothing here calls TileLang.
 
     y = silu(x / sqrt(mean(x^2, -1) + eps) * gamma)       fp16/bf16 in and out, fp32 inside

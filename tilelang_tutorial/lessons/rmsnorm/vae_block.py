@@ -13,7 +13,7 @@ cuDNN returns channels-last outputs, so the norm gets a contiguous ``(..., C)`` 
 drop-in's contract. ``conv="2d"`` folds T into the batch and uses 3x3 convolutions per frame.
 
 ``norm="eager"`` uses ``F.silu(F.rms_norm(...))`` (two torch kernels, works on CPU and in fp32);
-``norm="fused"`` uses :func:`tilelang_tutorial.norm_dispatch.fused_rmsnorm_silu` (GPU, fp16/bf16),
+``norm="fused"`` uses :func:`.dispatch.fused_rmsnorm_silu` (GPU, fp16/bf16),
 which takes the Triton path for C in {96, 192, 384} and the TileLang kernel otherwise.
 
 Shapes: a decoder for 720x1280 video runs its stages at 1/8, 1/4, 1/2 and full resolution

@@ -5,7 +5,7 @@ from ... import checks, results, timing
 from . import row_sum as row_sum_mod
 from . import scale_copy as scale_copy_mod
 
-COMMAND = "python -m tilelang_tutorial.bench tile"
+COMMAND = "python -m tilelang_tutorial bench tile"
 SHAPES = [(8192, 8192), (16384, 8192), (4096, 4096)]
 
 

@@ -21,12 +21,12 @@
    Hint: a tile is read along rows of A and written along rows of B; the one place where a
    "column" access is cheap is on chip (registers -> shared memory).
 
-Solutions: ``tilelang_tutorial/solutions/tile_row_max.py`` and ``solutions/tile_transpose.py``.
+Solutions: ``solutions/row_max.py`` and ``solutions/transpose.py`` in this lesson's folder.
 """
 import re
 
 from ... import checks, runtime
-from ...exercise_kit import ExerciseResult, call_factory, can_launch, compile_or_fail, param_specs, skip_numerics
+from ...exercise_kit import ExerciseResult, call_factory, compile_or_fail, kernel_source, param_specs, run_and_compare
 
 DEFAULT_N = 1000  # not a multiple of any power-of-two block
 TRANSPOSE_SHAPE = (256, 384)  # not square: swapped block indices go wrong
@@ -60,38 +60,31 @@ def _check_row_max(factory, N, M, dtype, arch) -> ExerciseResult:
     if os_ is None or len(os_) != 1 or od != "float32":
         return res.failed(f"Out must be a 1-D float32 tensor of length M; got shape {os_} dtype {od}")
     if isinstance(xs[0], int):
-        res.skipped("M is a compile-time constant; T.dynamic('M') would let one build serve any M")
+        res.hint("M is a compile-time constant; T.dynamic('M') would let one build serve any M")
     res.passed(f"signature: X {xs} {xd}, Out {os_} {od}")
     kernel = compile_or_fail(res, program, arch)
     if kernel is None:
         return res
-    src = kernel.get_kernel_source()
-    if "MaxOp" in src:
-        res.passed("the generated CUDA reduces with tl::MaxOp (a block-level max reduction)")
-    else:
+    src = kernel_source(kernel)
+    if src and "MaxOp" not in src:
         return res.failed("the generated CUDA has no max reduction (tl::MaxOp): reduce each tile with T.reduce_max")
-    if not can_launch(arch):
-        return skip_numerics(res, "the numerical check (all-negative rows, ragged last tile)", arch)
+    if src:
+        res.passed("the generated CUDA reduces with tl::MaxOp (a block-level max reduction)")
     import torch
 
-    x = checks.random_tensor((M, N), getattr(torch, dtype), "cuda")
+    dev = runtime.mode().device
+    x = checks.random_tensor((M, N), getattr(torch, dtype), dev)
     x[::3] = -x[::3].abs() - 0.5  # every third row entirely negative: zero padding would win the max
-    out = checks.poisoned((M,), torch.float32, "cuda")
-    try:
-        kernel(x, out)
-        torch.cuda.synchronize()
-    except Exception as exc:
-        return res.failed(f"launching failed: {type(exc).__name__}: {exc}")
-    cmp = checks.compare(out, row_max_reference(x), tolerance=1e-6)
-    if cmp.unwritten:
-        return res.failed(f"{cmp.unwritten} of {M} outputs were never written (still NaN): check the grid covers every row")
-    if not cmp.ok:
-        neg = checks.compare(out[::3], row_max_reference(x)[::3], tolerance=1e-6)
-        hint = " — all-negative rows are wrong: out-of-bounds columns read as 0 won the max (mask them with -inf)" if not neg.ok else ""
-        return res.failed(f"wrong values: {cmp}{hint}")
-    res.numerics_checked = True
-    res.passed(f"matches torch.amax on fresh random data: {cmp}")
-    return res
+    out = checks.poisoned((M,), torch.float32, dev)
+    ref = row_max_reference(x)
+
+    def negative_rows(got):
+        neg = checks.compare(got[::3], ref[::3], tolerance=1e-6)
+        return ("the all-negative rows are wrong: out-of-bounds columns read as 0 won the max "
+                "(mask them with -inf)") if not neg.ok else None
+
+    return run_and_compare(res, kernel, (x, out), ref, tolerance=1e-6, what="torch.amax (all-negative rows, ragged last tile)",
+                           hint_unwritten="check that the grid covers every row", extra_check=negative_rows)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -140,42 +133,31 @@ def _check_transpose(factory, shape, dtype, arch) -> ExerciseResult:
     kernel = compile_or_fail(res, program, arch)
     if kernel is None:
         return res
-    src = kernel.get_kernel_source()
+    src = kernel_source(kernel)
     names = [program.buffer_map[p].name for p in program.params]
-    a_loads, _ = _vector_accesses(src, names[0])
-    _, b_stores = _vector_accesses(src, names[1])
-    b_tma = re.search(rf"tma_store\({re.escape(names[1])}_desc", src) is not None
-    if not a_loads:
-        return res.failed(f"{names[0]} is not loaded with 16-byte vectors (uint4) in the generated CUDA: copy whole "
-                          f"row-tiles of A with T.copy(A[...], tile) so each thread reads 8 consecutive elements")
-    res.passed(f"{names[0]} is loaded with 16-byte vectors")
-    if b_stores:
-        res.passed(f"{names[1]} is stored with 16-byte vectors")
-    elif b_tma:
-        res.passed(f"{names[1]} is stored by a TMA store from shared memory (Hopper: whole tile, no per-thread stores)")
-    else:
-        return res.failed(
-            f"{names[1]} is written one element at a time (no 16-byte stores, no TMA store): each thread's run of "
-            f"A became a strided column of B. Do the transpose on chip: write the tile transposed into a "
-            f"T.alloc_shared buffer, then T.copy that shared tile to B so the store is along rows of B")
-    if "__shared__" not in src:
-        res.skipped("no shared memory in the kernel: unusual for a fast transpose (only the 16-byte checks above count)")
-    if not can_launch(arch):
-        return skip_numerics(res, f"the numerical check ({M}x{N}, non-square)", arch)
+    if src:
+        a_loads, _ = _vector_accesses(src, names[0])
+        _, b_stores = _vector_accesses(src, names[1])
+        b_tma = re.search(rf"tma_store\({re.escape(names[1])}_desc", src) is not None
+        if not a_loads:
+            return res.failed(f"{names[0]} is not loaded with 16-byte vectors (uint4) in the generated CUDA: copy "
+                              f"whole row-tiles of A with T.copy(A[...], tile) so each thread reads 8 consecutive elements")
+        res.passed(f"{names[0]} is loaded with 16-byte vectors")
+        if b_stores:
+            res.passed(f"{names[1]} is stored with 16-byte vectors")
+        elif b_tma:
+            res.passed(f"{names[1]} is stored by a TMA store from shared memory (Hopper: whole tile, no per-thread stores)")
+        else:
+            return res.failed(
+                f"{names[1]} is written one element at a time (no 16-byte stores, no TMA store): each thread's run of "
+                f"A became a strided column of B. Do the transpose on chip: write the tile transposed into a "
+                f"T.alloc_shared buffer, then T.copy that shared tile to B so the store is along rows of B")
     import torch
 
-    a = checks.random_tensor((M, N), getattr(torch, dtype), "cuda")
-    b = checks.poisoned((N, M), getattr(torch, dtype), "cuda")
-    try:
-        kernel(a, b)
-        torch.cuda.synchronize()
-    except Exception as exc:
-        return res.failed(f"launching failed: {type(exc).__name__}: {exc}")
-    cmp = checks.compare(b, a.t().float(), tolerance=0.0)
-    if cmp.unwritten or not cmp.ok:
-        hint = (" — some of B was never written: check which block index walks which dimension "
-                "(A's tile (by, bx) goes to B's tile (bx, by))") if cmp.unwritten else ""
-        return res.failed(f"B != A.T on a {M}x{N} matrix: {cmp}{hint}")
-    res.numerics_checked = True
-    res.passed(f"B == A.T exactly on a {M}x{N} matrix: {cmp}")
-    return res
+    dev = runtime.mode().device
+    a = checks.random_tensor((M, N), getattr(torch, dtype), dev)
+    b = checks.poisoned((N, M), getattr(torch, dtype), dev)
+    return run_and_compare(res, kernel, (a, b), a.t().float(), tolerance=0.0, what=f"A.T on a {M}x{N} matrix",
+                           hint_unwritten="check which block index walks which dimension (A's tile (by, bx) goes to "
+                                          "B's tile (bx, by))",
+                           extra_check=lambda got: "B != A.T")

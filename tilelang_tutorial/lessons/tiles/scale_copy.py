@@ -61,15 +61,15 @@ def scale_copy_reference(x, alpha: float):
 
 
 def scale_copy(x, alpha: float, *, out=None, **config):
-    """``alpha * x`` for a contiguous 2-D fp16/bf16/fp32 CUDA tensor, through the TileLang kernel."""
+    """``alpha * x`` for a contiguous 2-D fp16/bf16/fp32 tensor, through the TileLang kernel (on the
+    GPU in GPU mode, in the emulator on CPU tensors otherwise)."""
     import torch
 
     checks.check_tensor(x, "x", dtype=(torch.float16, torch.bfloat16, torch.float32), device_type=None, ndim=2)
     if out is not None:
         checks.check_tensor(out, "out", dtype=x.dtype, device_type=None, shape=tuple(x.shape))
-    runtime.require_gpu("scale_copy")
-    checks.check_tensor(x, "x", device_type="cuda")
+    checks.check_tensor(x, "x", device_type=runtime.mode().device)
     kernel = build_scale_copy(x.shape[1], dtype=str(x.dtype).replace("torch.", ""), **config)
     y = torch.empty_like(x) if out is None else out
-    kernel(x, y, float(alpha))
+    runtime.run(kernel, x, y, float(alpha))
     return y

@@ -1,6 +1,6 @@
 """Reference solution for notebook 02's bias + GELU exercise: C = GELU(A @ B + bias).
 
-The solution keeps the GEMM main loop of ``kernels/gemm_relu.py`` and changes only the epilogue:
+The solution keeps the GEMM main loop of the lesson's ``kernel.py`` and changes only the epilogue:
 the bias is a (N,) vector, so each thread reads ``Bias[bx * block_N + j]`` for the columns of its
 fragment; bias and GELU are applied on registers before the single store of C.
 """

@@ -5,7 +5,7 @@ C / 8 = 80 sixteen-byte vectors per row. A group must be a power of two that div
 elements) of its row: few registers, a 16-lane shuffle reduction, and 256 threads per block hold
 16 rows. Smaller groups give each thread more of the row (8 lanes: 10 vectors, 80 elements) and
 shorter reductions; one lane per row is the naive kernel's whole row per thread.
-This is also what ``kernels.rmsnorm_silu.default_config(640)`` picks.
+This is also what ``kernel.default_config(640)`` picks.
 """
 from tilelang_tutorial.lessons.rmsnorm.kernel import RMSNormSiLUConfig
 

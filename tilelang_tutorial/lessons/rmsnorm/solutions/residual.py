@@ -2,7 +2,7 @@
 
     y = silu(rms_norm(x + r) * gamma)          (x + r formed in fp32, never rounded to 16 bits)
 
-It is the kernel of ``kernels/rmsnorm_silu.py`` with a second input: R gets the same annotated
+It is the kernel of ``kernel.py`` with a second input: R gets the same annotated
 row-group layout as X, so both are read with 16-byte vectors at every width, and the sum lives
 only in registers.
 """

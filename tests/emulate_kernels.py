@@ -1,0 +1,550 @@
+"""TileLang kernels written only to test the CPU emulator (tilelang_tutorial.emulate).
+
+They are deliberately different from the lessons' kernels so the tests exercise the emulator's
+generality: other tile shapes, loop forms, thread-level (SIMT) code, atomics, scans, prints,
+hand-written warp specialisation, and a few deliberately broken kernels for the error tests.
+``T.prim_func`` needs real source, so every kernel lives in a factory here.
+"""
+# No `from __future__ import annotations`: T.prim_func evaluates the kernels' annotations.
+import tilelang.language as T
+
+
+# ---------------------------------------------------------------------------------------------
+# elementwise / copies
+# ---------------------------------------------------------------------------------------------
+def copy_scale(N, dtype="float16", block_M=32, block_N=64, threads=128):
+    """y = x * alpha + 1 through shared memory and a fragment; M dynamic."""
+    M = T.dynamic("M")
+
+    @T.prim_func
+    def copy_scale_kernel(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype), alpha: T.float32):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            xs = T.alloc_shared((block_M, block_N), dtype)
+            yf = T.alloc_fragment((block_M, block_N), "float32")
+            T.copy(X[by * block_M, bx * block_N], xs)
+            for i, j in T.Parallel(block_M, block_N):
+                yf[i, j] = T.Cast("float32", xs[i, j]) * alpha + 1.0
+            T.copy(yf, Y[by * block_M, bx * block_N])      # fp32 fragment -> dtype: a casting copy
+
+    return copy_scale_kernel
+
+
+def dynamic_rows(dtype="float32", block=64):
+    """Shapes (m * 64, 32) and (m, 32): one dynamic size used in an expression."""
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def dynamic_rows_kernel(X: T.Tensor((m * 64, 32), dtype), S: T.Tensor((m, 32), dtype)):
+        with T.Kernel(m, threads=64) as bx:
+            xs = T.alloc_fragment((block, 32), dtype)
+            s = T.alloc_fragment((32,), dtype)
+            T.copy(X[bx * block, 0], xs)
+            T.reduce_sum(xs, s, dim=0)
+            T.copy(s, S[bx, 0])
+
+    return dynamic_rows_kernel
+
+
+def shared_transpose(M, N, dtype="float16", block=32):
+    """B = A^T with a shared tile read down its columns."""
+
+    @T.prim_func
+    def shared_transpose_kernel(A: T.Tensor((M, N), dtype), B: T.Tensor((N, M), dtype)):
+        with T.Kernel(T.ceildiv(N, block), T.ceildiv(M, block), threads=128) as (bx, by):
+            tile = T.alloc_shared((block, block), dtype)
+            out = T.alloc_fragment((block, block), dtype)
+            T.copy(A[by * block, bx * block], tile)
+            for i, j in T.Parallel(block, block):
+                out[i, j] = tile[j, i]
+            T.copy(out, B[bx * block, by * block])
+
+    return shared_transpose_kernel
+
+
+def select_kernel(N, threshold=0.5):
+    """T.if_then_else (elementwise select, and a guarded read past the tile) and an `if` mask."""
+
+    @T.prim_func
+    def select_kernel_(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32"), Z: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, 64), threads=64) as bx:
+            xs = T.alloc_shared((64,), "float32")
+            T.copy(X[bx * 64], xs)
+            for i in T.Parallel(64):
+                # the true branch reads xs[i + 1], which is past the tile for i == 63: only lanes
+                # that select it are checked (lazy, like the GPU's ?:)
+                Y[bx * 64 + i] = T.if_then_else(i < 63, T.max(xs[i], xs[i + 1]), xs[i])
+            for i in T.Parallel(64):
+                if xs[i] > threshold:
+                    Z[bx * 64 + i] = xs[i]
+                else:
+                    Z[bx * 64 + i] = -xs[i]
+
+    return select_kernel_
+
+
+# ---------------------------------------------------------------------------------------------
+# reductions, scans, atomics
+# ---------------------------------------------------------------------------------------------
+def row_softmax(N, dtype="float16", block_M=16):
+    """softmax over the last dim of an (M, N) matrix, whole rows per block (N <= 512), M dynamic."""
+    M = T.dynamic("M")
+    log2e = 1.4426950408889634
+
+    @T.prim_func
+    def row_softmax_kernel(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, block_M), threads=128) as bx:
+            x = T.alloc_fragment((block_M, N), "float32")
+            mx = T.alloc_fragment((block_M,), "float32")
+            sm = T.alloc_fragment((block_M,), "float32")
+            T.copy(X[bx * block_M, 0], x)
+            T.reduce_max(x, mx, dim=1)
+            for i, j in T.Parallel(block_M, N):
+                x[i, j] = T.exp2((x[i, j] - mx[i]) * log2e)
+            T.reduce_sum(x, sm, dim=1)
+            for i, j in T.Parallel(block_M, N):
+                x[i, j] = x[i, j] / sm[i]
+            T.copy(x, Y[bx * block_M, 0])
+
+    return row_softmax_kernel
+
+
+def reduce_kernel(M, N, kind, dim, clear=True, dtype="float32", out_dtype=None):
+    """One T.reduce_<kind> of a whole (M, N) tile along ``dim``; with clear=False the destination
+    starts from Init (the combine with the existing values is what is tested)."""
+    out_dtype = out_dtype or dtype
+    out_len = M if dim == 1 else N
+
+    @T.prim_func
+    def reduce_kernel_(X: T.Tensor((M, N), dtype), Init: T.Tensor((out_len,), out_dtype),
+                       Out: T.Tensor((out_len,), out_dtype)):
+        with T.Kernel(1, threads=128) as bx:
+            x = T.alloc_fragment((M, N), dtype)
+            r = T.alloc_fragment((out_len,), out_dtype)
+            T.copy(X, x)
+            T.copy(Init, r)
+            T.reduce(x, r, kind, dim, clear)
+            T.copy(r, Out)
+
+    return reduce_kernel_
+
+
+def cumsum_kernel(M, N, dtype="float32", reverse=False):
+    """Inclusive prefix sums along the rows of a shared tile (T.cumsum), and of one row (1-d)."""
+
+    @T.prim_func
+    def cumsum_kernel_(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype), R: T.Tensor((N,), dtype)):
+        with T.Kernel(1, threads=128) as bx:
+            s = T.alloc_shared((M, N), dtype)
+            row = T.alloc_shared((N,), dtype)
+            T.copy(X, s)
+            T.copy(s[0, :], row)
+            T.cumsum(s, dim=1, reverse=reverse)
+            T.cumsum(row, dim=0)
+            T.copy(s, Y)
+            T.copy(row, R)
+
+    return cumsum_kernel_
+
+
+def histogram(N, bins=16, block=128):
+    """Atomic histogram of int32 values in [0, bins) plus an atomic float total (duplicates
+    accumulate: every lane of T.Parallel is its own atomic)."""
+
+    @T.prim_func
+    def histogram_kernel(V: T.Tensor((N,), "int32"), W: T.Tensor((N,), "float32"),
+                         H: T.Tensor((bins,), "int32"), Total: T.Tensor((1,), "float32")):
+        with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
+            for i in T.Parallel(block):
+                if bx * block + i < N:
+                    T.atomic_add(H[V[bx * block + i]], 1)
+                    T.atomic_add(Total[0], W[bx * block + i])
+
+    return histogram_kernel
+
+
+def tile_atomic_sum(M, N, block_M=32):
+    """Column sums via a tile-level T.atomic_add of each block's partial sums into global memory."""
+
+    @T.prim_func
+    def tile_atomic_sum_kernel(X: T.Tensor((M, N), "float32"), S: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(M, block_M), threads=128) as bx:
+            x = T.alloc_fragment((block_M, N), "float32")
+            part = T.alloc_fragment((N,), "float32")
+            T.copy(X[bx * block_M, 0], x)
+            T.reduce_sum(x, part, dim=0)
+            T.atomic_add(S[0:N], part)
+
+    return tile_atomic_sum_kernel
+
+
+# ---------------------------------------------------------------------------------------------
+# GEMM
+# ---------------------------------------------------------------------------------------------
+def gemm(M, N, K, dtype="float16", transpose_A=False, transpose_B=False, block_M=64, block_N=64, block_K=32,
+         num_stages=2, accum="float32", out_dtype=None, threads=128):
+    """C = A @ B with A (M, K) or (K, M) [transpose_A], B (K, N) or (N, K) [transpose_B]."""
+    out_dtype = out_dtype or dtype
+    a_shape = (K, M) if transpose_A else (M, K)
+    b_shape = (N, K) if transpose_B else (K, N)
+    a_tile = (block_K, block_M) if transpose_A else (block_M, block_K)
+    b_tile = (block_N, block_K) if transpose_B else (block_K, block_N)
+
+    @T.prim_func
+    def gemm_kernel(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), out_dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            As = T.alloc_shared(a_tile, dtype)
+            Bs = T.alloc_shared(b_tile, dtype)
+            Cf = T.alloc_fragment((block_M, block_N), accum)
+            T.clear(Cf)
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                if transpose_A:
+                    T.copy(A[ko * block_K, by * block_M], As)
+                else:
+                    T.copy(A[by * block_M, ko * block_K], As)
+                if transpose_B:
+                    T.copy(B[bx * block_N, ko * block_K], Bs)
+                else:
+                    T.copy(B[ko * block_K, bx * block_N], Bs)
+                T.gemm(As, Bs, Cf, transpose_A=transpose_A, transpose_B=transpose_B)
+            T.copy(Cf, C[by * block_M, bx * block_N])
+
+    return gemm_kernel
+
+
+def gemm_bias_epilogue(M, N, K, dtype="float16", block=64):
+    """C = A^T B + bias with a register-held A operand (fragment), a T.grid epilogue and T.unroll."""
+
+    @T.prim_func
+    def gemm_bias_kernel(A: T.Tensor((K, M), dtype), B: T.Tensor((K, N), dtype), Bias: T.Tensor((N,), "float32"),
+                         C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, block), T.ceildiv(M, block), threads=128) as (bx, by):
+            As = T.alloc_shared((32, block), dtype)
+            Bs = T.alloc_shared((32, block), dtype)
+            Cf = T.alloc_fragment((block, block), "float32")
+            T.fill(Cf, 0)
+            for ko in T.serial(T.ceildiv(K, 32)):
+                T.copy(A[ko * 32, by * block], As)
+                T.copy(B[ko * 32, bx * block], Bs)
+                T.gemm(As, Bs, Cf, transpose_A=True)
+            for i, j in T.grid(block, block // 4):
+                for u in T.unroll(4):
+                    Cf[i, j * 4 + u] = Cf[i, j * 4 + u] + Bias[T.min(bx * block + j * 4 + u, N - 1)]
+            T.copy(Cf, C[by * block, bx * block])
+
+    return gemm_bias_kernel
+
+
+# ---------------------------------------------------------------------------------------------
+# thread-level code
+# ---------------------------------------------------------------------------------------------
+def simt_dot(N, K):
+    """One thread per row: a per-thread local accumulator over a T.serial loop, then a per-thread
+    store -- SIMT-style code reading the thread index."""
+
+    @T.prim_func
+    def simt_dot_kernel(A: T.Tensor((N, K), "float32"), x: T.Tensor((K,), "float32"), y: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, 128), threads=128) as bx:
+            acc = T.alloc_local((1,), "float32")
+            tx = T.get_thread_binding()
+            row = bx * 128 + tx
+            acc[0] = 0.0
+            for k in T.serial(K):
+                acc[0] += A[row, k] * x[k]
+            if row < N:
+                y[row] = acc[0]
+
+    return simt_dot_kernel
+
+
+def warp_shuffle_sum(N):
+    """Warp sums with T.shfl_xor (butterfly) and a shared array written by lane 0 of each warp,
+    read back after T.sync_threads()."""
+
+    @T.prim_func
+    def warp_sum_kernel(X: T.Tensor((N,), "float32"), S: T.Tensor((N // 32,), "float32"),
+                        Total: T.Tensor((N // 128,), "float32")):
+        with T.Kernel(N // 128, threads=128) as bx:
+            v = T.alloc_local((1,), "float32")
+            part = T.alloc_shared((4,), "float32")
+            tx = T.get_thread_binding()
+            v[0] = X[bx * 128 + tx]
+            for s in T.unroll(5):
+                v[0] += T.shfl_xor(v[0], 16 >> s)
+            if tx % 32 == 0:
+                S[bx * 4 + tx // 32] = v[0]
+                part[tx // 32] = v[0]
+            T.sync_threads()
+            if tx == 0:
+                Total[bx] = part[0] + part[1] + part[2] + part[3]
+
+    return warp_sum_kernel
+
+
+def print_kernel():
+    """T.print of a scalar expression, a shared buffer, a fragment and a message."""
+
+    @T.prim_func
+    def print_kernel_(X: T.Tensor((4,), "float16"), n: T.int32):
+        with T.Kernel(2, threads=32) as bx:
+            s = T.alloc_shared((4,), "float16")
+            f = T.alloc_fragment((2, 2), "float32")
+            T.copy(X, s)
+            T.fill(f, 1.5)
+            T.print(n + bx, msg="n plus bx")
+            T.print(s)
+            T.print(f, msg="frag")
+            T.print(msg="done")
+
+    return print_kernel_
+
+
+def producer_consumer(steps=5, bm=16, n=32, parity_bug=False, missing_arrive=False, threads=256):
+    """Hand-written warp specialisation with mbarriers: a producer warpgroup fills a 2-stage ring,
+    a consumer warpgroup doubles each stage; optionally with a wrong parity or a missing release."""
+    rows = steps * bm
+
+    @T.prim_func
+    def producer_consumer_kernel(X: T.Tensor((rows, n), "float16"), Y: T.Tensor((rows, n), "float16")):
+        with T.Kernel(1, threads=threads) as bx:
+            xs = T.alloc_shared((2, bm, n), "float16")
+            yf = T.alloc_fragment((bm, n), "float32")
+            full = T.alloc_barrier([128, 128])
+            empty = T.alloc_barrier([128, 128])
+            tx = T.get_thread_binding()
+            if tx < 128:      # consumer
+                for k in T.serial(steps):
+                    T.barrier_wait(full[k % 2], (k // 2) % 2)
+                    for i, j in T.Parallel(bm, n):
+                        yf[i, j] = T.Cast("float32", xs[k % 2, i, j]) * 2
+                    if not missing_arrive:
+                        T.barrier_arrive(empty[k % 2])
+                    T.copy(yf, Y[k * bm, 0])
+            else:             # producer
+                for k in T.serial(steps):
+                    if parity_bug:
+                        T.barrier_wait(empty[k % 2], (k // 2) % 2)
+                    else:
+                        T.barrier_wait(empty[k % 2], 1 - (k // 2) % 2)
+                    T.tma_copy(X[k * bm:(k + 1) * bm, :], xs[k % 2, :, :], barrier=full[k % 2])
+                    T.barrier_arrive(full[k % 2])
+
+    return producer_consumer_kernel
+
+
+def named_barrier_roles(n=64):
+    """Two roles exchange data through shared memory with a named barrier (bar.sync 1, 256) and a
+    final __syncthreads; the role of threads 0-127 also uses a per-thread local."""
+
+    @T.prim_func
+    def named_barrier_kernel(X: T.Tensor((n,), "float32"), Y: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=256) as bx:
+            s = T.alloc_shared((n,), "float32")
+            t = T.alloc_shared((n,), "float32")
+            tx = T.get_thread_binding()
+            if tx < 128:
+                T.copy(X, s)
+                T.sync_threads(1, 256)
+            else:
+                T.sync_threads(1, 256)
+                for i in T.Parallel(n):
+                    t[i] = s[i] * 3.0
+            T.sync_threads()
+            T.copy(t, Y)
+
+    return named_barrier_kernel
+
+
+# ---------------------------------------------------------------------------------------------
+# deliberately broken kernels (error tests)
+# ---------------------------------------------------------------------------------------------
+def gemm_without_clear(M=64, N=64, K=64):
+    @T.prim_func
+    def gemm_no_clear(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(1, 1, threads=128) as (bx, by):
+            As = T.alloc_shared((M, K), "float16")
+            Bs = T.alloc_shared((K, N), "float16")
+            Cf = T.alloc_fragment((M, N), "float32")
+            T.copy(A, As)
+            T.copy(B, Bs)
+            T.gemm(As, Bs, Cf)          # accumulates into never-initialised registers
+            T.copy(Cf, C)
+
+    return gemm_no_clear
+
+
+def shared_read_past_end():
+    @T.prim_func
+    def forward_difference(X: T.Tensor((64, 128), "float32"), Y: T.Tensor((64, 128), "float32")):
+        with T.Kernel(2, threads=128) as bx:
+            xs = T.alloc_shared((32, 128), "float32")
+            yf = T.alloc_fragment((32, 128), "float32")
+            T.copy(X[bx * 32, 0], xs)
+            for i, j in T.Parallel(32, 128):
+                yf[i, j] = xs[i, j + 1] - xs[i, j]      # j + 1 == 128 is past the tile
+            T.copy(yf, Y[bx * 32, 0])
+
+    return forward_difference
+
+
+def unsupported_extern():
+    @T.prim_func
+    def uses_extern(X: T.Tensor((64,), "float32"), Y: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                Y[i] = T.call_extern("float32", "my_device_function", X[i])
+
+    return uses_extern
+
+
+def unsupported_grid_sync():
+    @T.prim_func
+    def uses_grid_sync(X: T.Tensor((64,), "float32"), Y: T.Tensor((64,), "float32")):
+        with T.Kernel(2, threads=64) as bx:
+            for i in T.Parallel(32):
+                Y[bx * 32 + i] = X[bx * 32 + i]
+            T.sync_grid()            # a cooperative-launch grid barrier: blocks run one by one here
+
+    return uses_grid_sync
+
+
+def loop_forms(N=64):
+    """T.serial with a start and a step, T.vectorized, a while loop over a T.alloc_var, T.grid,
+    integer arithmetic (truncating T.truncdiv / floor //) and a 2-d thread block (threads=(32, 4))."""
+
+    @T.prim_func
+    def loop_forms_kernel(X: T.Tensor((N,), "int32"), Y: T.Tensor((N,), "int32"), Z: T.Tensor((4, 32), "int32"),
+                          W: T.Tensor((8,), "int32")):
+        with T.Kernel(1, threads=(32, 4)) as bx:
+            acc = T.alloc_var("int32")
+            cnt = T.alloc_var("int32")
+            loc = T.alloc_local((4,), "int32")
+            tx, ty, tz = T.get_thread_bindings()
+            acc = 0
+            for i in T.serial(3, N, 5):               # 3, 8, 13, ...
+                acc += X[i]
+            cnt = 0
+            while cnt < 7:
+                cnt += 1
+            for v in T.vectorized(4):
+                loc[v] = v * cnt
+            for i in T.Parallel(N):
+                Y[i] = T.truncdiv(X[i] - 50, 7) * 1000 + (X[i] - 50) // 7
+            Z[ty, tx] = ty * 100 + tx
+            W[0] = acc
+            W[1] = cnt
+            for i, j in T.grid(2, 3):
+                W[2 + i * 3 + j] = loc[j + i] + i * 10
+
+    return loop_forms_kernel
+
+
+def safe_value_row_max(N, block_N=128):
+    """Row max of a ragged tile without masking: T.annotate_safe_value(-inf) makes the out-of-range
+    part of each tile read as -inf instead of 0."""
+
+    @T.prim_func
+    def safe_row_max(X: T.Tensor((8, N), "float32"), Out: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            x = T.alloc_fragment((8, block_N), "float32")
+            best = T.alloc_fragment((8,), "float32")
+            T.annotate_safe_value({X: -T.infinity("float32")})
+            T.fill(best, -T.infinity("float32"))
+            for k in T.serial(T.ceildiv(N, block_N)):
+                for i, j in T.Parallel(8, block_N):
+                    x[i, j] = X[i, k * block_N + j]
+                T.reduce_max(x, best, dim=1, clear=False)
+            T.copy(best, Out)
+
+    return safe_row_max
+
+
+def parallel_print():
+    """T.print inside T.Parallel: one line per iteration."""
+
+    @T.prim_func
+    def parallel_print_kernel(X: T.Tensor((4,), "int32")):
+        with T.Kernel(1, threads=2) as bx:
+            for i in T.Parallel(4):
+                T.print(X[i], msg="x")
+
+    return parallel_print_kernel
+
+
+MATH_FUNCS = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "tanh", "sigmoid", "erf", "floor", "ceil",
+              "sin", "cos", "pow", "max", "min", "fdividef", "expf", "round", "clamp")
+
+
+def math_kernel(N, dtype="float32"):
+    """One output row per element-wise intrinsic (see MATH_FUNCS), on a positive input x and a
+    signed input y."""
+
+    @T.prim_func
+    def math_kernel_(X: T.Tensor((N,), dtype), Y: T.Tensor((N,), dtype), Out: T.Tensor((len(MATH_FUNCS), N), dtype)):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(N):
+                Out[0, i] = T.exp(Y[i])
+                Out[1, i] = T.exp2(Y[i])
+                Out[2, i] = T.log(X[i])
+                Out[3, i] = T.log2(X[i])
+                Out[4, i] = T.sqrt(X[i])
+                Out[5, i] = T.rsqrt(X[i])
+                Out[6, i] = T.abs(Y[i])
+                Out[7, i] = T.tanh(Y[i])
+                Out[8, i] = T.sigmoid(Y[i])
+                Out[9, i] = T.erf(Y[i])
+                Out[10, i] = T.floor(Y[i])
+                Out[11, i] = T.ceil(Y[i])
+                Out[12, i] = T.sin(Y[i])
+                Out[13, i] = T.cos(Y[i])
+                Out[14, i] = T.pow(X[i], Y[i])
+                Out[15, i] = T.max(X[i], Y[i])
+                Out[16, i] = T.min(X[i], Y[i])
+                Out[17, i] = T.call_extern(dtype, "__fdividef", Y[i], X[i])
+                Out[18, i] = T.call_extern(dtype, "__expf", Y[i])
+                Out[19, i] = T.round(Y[i] * 2)
+                Out[20, i] = T.clamp(Y[i], -0.5, T.infinity(dtype))
+
+    return math_kernel_
+
+
+def int8_gemm(M, N, K):
+    """int8 x int8 -> int32 accumulation."""
+
+    @T.prim_func
+    def int8_gemm_kernel(A: T.Tensor((M, K), "int8"), B: T.Tensor((N, K), "int8"), C: T.Tensor((M, N), "int32")):
+        with T.Kernel(T.ceildiv(N, 64), T.ceildiv(M, 64), threads=128) as (bx, by):
+            As = T.alloc_shared((64, 64), "int8")
+            Bs = T.alloc_shared((64, 64), "int8")
+            Cf = T.alloc_fragment((64, 64), "int32")
+            T.clear(Cf)
+            for ko in T.Pipelined(T.ceildiv(K, 64), num_stages=2):
+                T.copy(A[by * 64, ko * 64], As)
+                T.copy(B[bx * 64, ko * 64], Bs)
+                T.gemm(As, Bs, Cf, transpose_B=True)
+            T.copy(Cf, C[by * 64, bx * 64])
+
+    return int8_gemm_kernel
+
+
+def two_kernels():
+    """Two T.Kernel launches in one prim_func (they run in order): SIMT code, then a producer /
+    consumer pair of roles reading what the first kernel wrote."""
+
+    @T.prim_func
+    def two_kernels_(X: T.Tensor((256,), "float32"), Y: T.Tensor((256,), "float32"), Z: T.Tensor((128,), "float32")):
+        with T.Kernel(2, threads=128) as bx:
+            tx = T.get_thread_binding()
+            t1 = bx * 128 + tx
+            Y[t1] = X[t1] * 2
+        with T.Kernel(1, threads=256) as bx:
+            s = T.alloc_shared((128,), "float32")
+            bar = T.alloc_barrier(128)
+            tx = T.get_thread_binding()
+            if tx < 128:
+                T.barrier_wait(bar[0], 0)
+                T.copy(s, Z)
+            else:
+                T.copy(Y[128:256], s)
+                T.barrier_arrive(bar[0])
+
+    return two_kernels_

@@ -1,0 +1,79 @@
+"""Run TileLang 0.1.15 programs on the CPU: a tile-level emulator for readers without a GPU.
+
+The emulator executes the *pre-lowering* TIR of a ``@T.prim_func`` -- what a kernel factory
+returns, before ``tilelang.compile`` -- on CPU torch tensors, unchanged from what compiles for the
+GPU. It checks correctness, not speed: blocks run one after another, tile operators run on whole
+tiles with numpy, ``T.Parallel`` nests are vectorised, and warp-specialised branches run as
+cooperatively scheduled roles with mbarrier semantics. See ``docs/emulator.md`` for the semantics
+and the limits.
+
+Public API
+----------
+``run(program, *args, **scalars)``
+    Run ``program`` (a ``T.prim_func``, or a compiled ``tilelang.jit.kernel.JITKernel``, whose
+    ``.prim_func`` is used) on CPU tensors, in place, like a GPU launch. Positional arguments follow
+    the parameters; scalar parameters may also be passed by name. Dynamic sizes (``T.dynamic``) are
+    bound from the tensor shapes. For a ``JITKernel`` compiled with ``out_idx`` the outputs are
+    allocated (poisoned with NaN / 0xA5 bytes) and returned, as the real call does; otherwise
+    returns None. The compiled emulation is cached by program identity.
+
+``compile(program) -> EmulatedKernel``
+    The cached emulated kernel of ``program``: call it like the kernel. It has ``.signature()``,
+    ``.source`` (the generated Python, for debugging) and ``.last_stats``.
+
+``last_stats() -> dict``
+    Counters of the most recent run: kernels, blocks, tile_ops, gemm_flops, parallel_loops, roles,
+    role_switches, guarded_loads (tile reads / element loads that touched out-of-range global
+    memory), dropped_stores, mbarrier_arrivals, printed_lines.
+
+Errors (all subclasses of :class:`EmulationError`)
+    :class:`UnsupportedConstruct` (names the op / statement and where), :class:`OutOfBounds`
+    (buffer, scope, shape, index, and where: source line, TIR statement, block, role, loop
+    variables), :class:`Deadlock` (every waiting role with its threads, barrier, phase, arrivals
+    and the parity it waits for), :class:`ArgumentError` (also a ``ValueError``: one line naming
+    the parameter).
+
+``PERFORMANCE_ONLY``
+    The op names that are accepted and do nothing (layout/swizzle annotations and pipeline stages
+    are annotations, not ops, and are ignored too).
+
+Example::
+
+    from tilelang_tutorial import emulate
+    prog = scale_copy_program(N=200)                  # a T.prim_func
+    x = torch.randn(100, 200).half()
+    y = torch.full_like(x, float("nan"))
+    emulate.run(prog, x, y, 1.5)                      # y == 1.5 * x, computed on the CPU
+"""
+from __future__ import annotations
+
+from .encoding import NOOP_OPS as PERFORMANCE_ONLY
+from .errors import ArgumentError, Deadlock, EmulationError, OutOfBounds, UnsupportedConstruct
+from .program import EmulatedKernel, clear_cache, get_kernel
+
+_last: dict | None = None
+
+
+def compile(program) -> EmulatedKernel:  # noqa: A001 (mirrors tilelang.compile)
+    """The emulated kernel of ``program`` (``T.prim_func`` or ``JITKernel``), cached by identity."""
+    return get_kernel(program)
+
+
+def run(program, *args, **scalars):
+    """Run ``program`` on CPU tensors in place; returns the allocated outputs of a JITKernel with
+    ``out_idx``, else None. See the module docstring."""
+    global _last
+    k = get_kernel(program)
+    try:
+        return k(*args, **scalars)
+    finally:
+        _last = k.last_stats
+
+
+def last_stats() -> dict | None:
+    """Counters of the most recent :func:`run` (or None before the first)."""
+    return None if _last is None else dict(_last)
+
+
+__all__ = ["run", "compile", "last_stats", "clear_cache", "EmulatedKernel", "EmulationError",
+           "UnsupportedConstruct", "OutOfBounds", "Deadlock", "ArgumentError", "PERFORMANCE_ONLY"]
