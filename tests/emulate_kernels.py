@@ -548,3 +548,138 @@ def two_kernels():
                 T.barrier_arrive(bar[0])
 
     return two_kernels_
+
+
+# ---------------------------------------------------------------------------------------------
+# Blackwell (sm_100a): tensor memory and TCGEN5MMA
+# ---------------------------------------------------------------------------------------------
+def tmem_gemm_preloaded(M, N, K, clear_first=True, user_wait=False, barrier_count=1, block_N=64, block_K=32):
+    """C = (clear_first ? 0 : C0) + A @ B in fp32 with the accumulator in tensor memory. The TMEM
+    tile is first loaded with C0 (fragment -> TMEM, tcgen05.st); then the K loop runs
+    ``T.gemm(..., mbar=, clear_accum=(ko == 0) if clear_first else False)``. ``user_wait`` adds a
+    (redundant) ``T.mbarrier_wait_parity(mma_done, ko % 2)`` after each synchronous GEMM;
+    ``barrier_count`` != 1 is a broken completion barrier (the MMA's commit is one arrival)."""
+    block_M = 128
+
+    @T.prim_func
+    def tmem_gemm_preloaded_kernel(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+                                   C0: T.Tensor((M, N), "float32"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_s = T.alloc_shared((block_M, block_K), "float16")
+            B_s = T.alloc_shared((block_K, block_N), "float16")
+            C_t = T.alloc_tmem([block_M, block_N], "float32")
+            mma_done = T.alloc_barrier(barrier_count)
+            C_l = T.alloc_fragment((block_M, block_N), "float32")
+            T.copy(C0[by * block_M, bx * block_N], C_l)
+            T.copy(C_l, C_t)                                  # tcgen05.st: TMEM holds C0
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
+                T.copy(A[by * block_M, ko * block_K], A_s)
+                T.copy(B[ko * block_K, bx * block_N], B_s)
+                if clear_first:
+                    T.gemm(A_s, B_s, C_t, mbar=mma_done, clear_accum=ko == 0)
+                else:
+                    T.gemm(A_s, B_s, C_t, mbar=mma_done, clear_accum=False)
+                if user_wait:
+                    T.mbarrier_wait_parity(mma_done, ko % 2)   # passes: the MMA has arrived
+            T.copy(C_t, C_l)                                  # tcgen05.ld
+            T.copy(C_l, C[by * block_M, bx * block_N])
+
+    return tmem_gemm_preloaded_kernel
+
+
+def tcgen05_gemm_explicit(M, N, K, parity_shift=0, commit="mbar", block_N=64, block_K=32):
+    """The explicit asynchronous form: ``T.tcgen05_gemm`` never waits; the kernel waits itself.
+    ``commit="mbar"``: the GEMM arrives on the barrier (``mbar=``); ``commit="arrive"``: the GEMM
+    has no barrier and one warp commits with ``T.tcgen05_mma_arrive``. ``parity_shift=1`` waits
+    for the wrong phase (a deadlock)."""
+    block_M = 128
+
+    @T.prim_func
+    def tcgen05_gemm_explicit_kernel(A: T.Tensor((M, K), "bfloat16"), B: T.Tensor((N, K), "bfloat16"),
+                                     C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_s = T.alloc_shared((block_M, block_K), "bfloat16")
+            B_s = T.alloc_shared((block_N, block_K), "bfloat16")
+            C_t = T.alloc_tmem([block_M, block_N], "float32")
+            bar = T.alloc_barrier(1)
+            C_l = T.alloc_fragment((block_M, block_N), "float32")
+            tx = T.get_thread_binding()
+            for ko in T.serial(T.ceildiv(K, block_K)):
+                T.copy(A[by * block_M, ko * block_K], A_s)
+                T.copy(B[bx * block_N, ko * block_K], B_s)
+                if commit == "mbar":
+                    T.tcgen05_gemm(A_s, B_s, C_t, transpose_B=True, mbar=bar, clear_accum=ko == 0)
+                else:
+                    T.tcgen05_gemm(A_s, B_s, C_t, transpose_B=True, mbar=None, clear_accum=ko == 0)
+                    if tx < 32:
+                        T.tcgen05_mma_arrive(bar)             # one warp: one arrival
+                T.mbarrier_wait_parity(bar, (ko + parity_shift) % 2)
+            T.copy(C_t, C_l)
+            T.copy(C_l, C[by * block_M, bx * block_N])
+
+    return tcgen05_gemm_explicit_kernel
+
+
+def tmem_gemm_warp_specialised(M, N, K, block_N=64, block_K=32):
+    """Hand-written warp specialisation around a synchronous TCGEN5MMA: a producer warpgroup loads
+    the tiles into a one-slot buffer, the consumer warpgroup runs ``T.gemm(..., mbar=)`` into TMEM
+    (the emulator's implicit wait happens inside a role) and releases the slot."""
+    block_M = 128
+
+    @T.prim_func
+    def tmem_gemm_ws_kernel(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+                            C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=256) as (bx, by):
+            A_s = T.alloc_shared((block_M, block_K), "float16")
+            B_s = T.alloc_shared((block_K, block_N), "float16")
+            C_t = T.alloc_tmem([block_M, block_N], "float32")
+            C_l = T.alloc_fragment((block_M, block_N), "float32")
+            loaded = T.alloc_barrier(128)
+            consumed = T.alloc_barrier(128)
+            mma_done = T.alloc_barrier(1)
+            tx = T.get_thread_binding()
+            if tx < 128:      # consumer: the MMA and the epilogue
+                for ko in T.serial(T.ceildiv(K, block_K)):
+                    T.barrier_wait(loaded[0], ko % 2)
+                    T.gemm(A_s, B_s, C_t, mbar=mma_done, clear_accum=ko == 0)
+                    T.barrier_arrive(consumed[0])
+                T.copy(C_t, C_l)
+                T.copy(C_l, C[by * block_M, bx * block_N])
+            else:             # producer
+                for ko in T.serial(T.ceildiv(K, block_K)):
+                    T.barrier_wait(consumed[0], 1 - ko % 2)
+                    T.copy(A[by * block_M, ko * block_K], A_s)
+                    T.copy(B[ko * block_K, bx * block_N], B_s)
+                    T.barrier_arrive(loaded[0])
+
+    return tmem_gemm_ws_kernel
+
+
+def tmem_gemm_unsupported(what):
+    """GEMM forms the emulator (or TileLang) rejects: ``"2cta"`` (a CTA-pair MMA),
+    ``"no_mbar"`` (T.gemm into TMEM without a completion barrier), ``"tcgen05_fragment"``
+    (T.tcgen05_gemm into registers)."""
+    N_B = 32 if what == "2cta" else 64
+
+    @T.prim_func
+    def tmem_gemm_unsupported_kernel(A: T.Tensor((128, 32), "float16"), B: T.Tensor((32, N_B), "float16"),
+                                     C: T.Tensor((128, 64), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((128, 32), "float16")
+            B_s = T.alloc_shared((32, N_B), "float16")
+            C_t = T.alloc_tmem([128, 64], "float32")
+            C_l = T.alloc_fragment((128, 64), "float32")
+            bar = T.alloc_barrier(1)
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            if what == "2cta":
+                T.tcgen05_gemm(A_s, B_s, C_t, mbar=bar, clear_accum=True, use_2cta=True)
+            elif what == "no_mbar":
+                T.gemm(A_s, B_s, C_t, clear_accum=True)
+            else:
+                T.tcgen05_gemm(A_s, B_s, C_l, mbar=bar, clear_accum=True)
+            T.mbarrier_wait_parity(bar, 0)
+            T.copy(C_t, C_l)
+            T.copy(C_l, C)
+
+    return tmem_gemm_unsupported_kernel

@@ -83,9 +83,14 @@ def demo_store(tmp_path, monkeypatch):
     sys.modules.pop("demo_kernel", None)
 
 
+TIMING = {"regime": "kernel", "method": "a", "ms": 1.0, "check_method": "b", "check_ms": 1.05,
+          "agreement": 1.05, "calls": 10}
+
+
 def _save_demo():
     rec = results.make_record(suite="demo", kernel="k", config={"block": 64}, shape={"N": 1000}, dtype="float32",
-                              metric="effective bandwidth", value=1.0, unit="GB/s", latency_ms=1.0)
+                              metric="effective bandwidth", value=1.0, unit="GB/s", latency_ms=1.0,
+                              timing=dict(TIMING))
     results.save("demo", [rec], provenance_info=dict(PROV))
 
 
@@ -114,6 +119,35 @@ def test_a_record_of_another_config_is_judged_by_its_own_config(demo_store):
     results.results_file("demo").write_text(json.dumps(doc))
     results._current_fingerprint.cache_clear()
     assert results.find("demo") == []
+
+
+def test_a_figure_whose_two_timings_disagree_cannot_be_recorded():
+    rec = _record(latency_ms=1.0)
+    rec["timing"] = dict(TIMING, check_ms=1.2, agreement=1.2)
+    with pytest.raises(results.ResultsSchemaError, match="disagree"):
+        results.validate_record(rec)
+    rec["timing"] = dict(TIMING, ms=0.5, check_ms=0.5)             # the figure is not the one that was checked
+    with pytest.raises(results.ResultsSchemaError, match="cross-checked"):
+        results.validate_record(rec)
+
+
+def test_new_records_must_be_cross_checked(demo_store):
+    rec = results.make_record(suite="demo", kernel="k", config={"block": 64}, shape={"N": 1000}, dtype="float32",
+                              metric="effective bandwidth", value=1.0, unit="GB/s", latency_ms=1.0)
+    with pytest.raises(results.ResultsSchemaError, match="no cross-checked timing"):
+        results.save("demo", [rec], provenance_info=dict(PROV))
+
+
+def test_committed_cross_checks_agree():
+    """Every committed figure that was timed two ways was within the tolerance (validate_record)
+    and its latency is the checked one; the suites re-recorded in this design are all checked."""
+    lessons.all_lessons()
+    checked = 0
+    for path in results.RESULTS_DIR.glob("*.json"):
+        for rec in json.loads(path.read_text())["records"]:
+            results.check_timing(rec)
+            checked += results.is_cross_checked(rec)
+    assert checked > 0, "no committed record carries a cross-checked timing"
 
 
 def test_label_carries_provenance():

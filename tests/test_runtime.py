@@ -14,7 +14,7 @@ def test_default_arch_without_override(monkeypatch):
     assert runtime.target() == {"kind": "cuda", "arch": expected}
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_90a"])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120", "sm_120a"])
 def test_env_override(monkeypatch, arch):
     monkeypatch.setenv(runtime.ARCH_ENV, arch)
     assert runtime.current_arch() == arch
@@ -35,7 +35,7 @@ def test_arch_override_context_restores():
     assert runtime.current_arch() != "sm_80" or HAS_GPU
 
 
-@pytest.mark.parametrize("bad", ["sm_75", "hopper", "", "sm90a"])
+@pytest.mark.parametrize("bad", ["sm_75", "hopper", "", "sm90a", "sm_90", "sm_100"])
 def test_unknown_arch_lists_accepted(monkeypatch, bad):
     with pytest.raises(runtime.ArchError) as err:
         tt.set_arch(bad)
@@ -53,8 +53,8 @@ def test_describe_mode_is_one_clear_sentence(monkeypatch):
     if HAS_GPU:
         assert text.startswith("GPU mode") and "measured" in text
     else:
-        assert text.startswith("Compile-only mode") and "no CUDA GPU" in text
-        assert "sm_90a" in text and "recorded" in text and "nothing is launched" in text
+        assert text.startswith("Emulated mode") and "no CUDA GPU" in text
+        assert "sm_90a" in text and "recorded" in text and "tile emulator" in text and "no timing" in text
     tt.set_arch("sm_80")
     if not HAS_GPU:
         assert "sm_80" in tt.describe_mode()
@@ -64,7 +64,29 @@ def test_describe_mode_is_one_clear_sentence(monkeypatch):
 def test_require_gpu_raises_clearly():
     with pytest.raises(runtime.NoGPUError, match="needs a CUDA GPU"):
         runtime.require_gpu("this benchmark")
-    assert not tt.mode().can_run and tt.mode().name == "compile-only"
+    assert not tt.mode().can_run and tt.mode().name == "emulated" and tt.mode().device == "cpu"
+
+
+@pytest.mark.parametrize("capability,arch", [((8, 0), "sm_80"), ((8, 6), "sm_86"), ((8, 9), "sm_89"),
+                                             ((9, 0), "sm_90a"), ((10, 0), "sm_100a"), ((12, 0), "sm_120a")])
+def test_a_gpu_is_compiled_for_its_arch_specific_target(capability, arch):
+    """From Hopper on, the 'a' targets hold the instructions the kernels use (wgmma, setmaxnreg,
+    tcgen05); TileLang's own detection adds the 'a' the same way."""
+    assert runtime.arch_for_capability(*capability) == arch
+
+
+def test_plain_sm_120_gets_the_pass_config_it_needs():
+    """Plain sm_120 has no setmaxnreg: warp specialization must be off there (docs/blackwell.md)."""
+    assert dict(runtime.ARCHS["sm_120"].pass_configs) == {"tl.disable_warp_specialized": True}
+    assert dict(runtime.ARCHS["sm_120a"].pass_configs) == {}
+
+
+def test_forcing_emulation_on_a_gpu_machine(monkeypatch):
+    monkeypatch.setenv(runtime.EMULATE_ENV, "1")
+    m = tt.mode()
+    assert not m.can_run and m.name == "emulated"
+    if HAS_GPU:
+        assert m.why_emulated == "forced" and "asks for emulation" in tt.describe_mode()
 
 
 def test_version_pin_message(monkeypatch):

@@ -231,9 +231,19 @@ class GoalResult:
         head = f"{g['name']}" + (f" [{self.group}]" if self.group is not None else "")
         if self.met is None:
             return f"{head}: goal {g['min']} {g['unit']} — nothing current recorded"
+        if g.get("aggregate") == "geomean":
+            return (f"{head}: goal geometric mean >= {g['min']} {g['unit']}, geometric mean "
+                    f"{_fmt(_geomean(self.values))} (lowest {_fmt(min(self.values))}) over {len(self.values)} "
+                    f"record(s): {'met' if self.met else 'NOT met'}")
         lo = min(self.values)
         return (f"{head}: goal >= {g['min']} {g['unit']}, lowest {_fmt(lo)} over {len(self.values)} "
                 f"record(s): {'met' if self.met else 'NOT met'}")
+
+
+def _geomean(values) -> float:
+    import math
+
+    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def goal_results(suite: str, *, by: str | None = None) -> list[GoalResult]:
@@ -245,7 +255,8 @@ def goal_results(suite: str, *, by: str | None = None) -> list[GoalResult]:
         keys = sorted({field(r, by) for r in recs}, key=str) if by else [None]
         for key in keys or [None]:
             vals = [field(r, g.get("metric", "value")) for r in recs if by is None or field(r, by) == key]
-            out.append(GoalResult(g, key, vals, (min(vals) >= g["min"]) if vals else None))
+            agg = _geomean if g.get("aggregate") == "geomean" else min
+            out.append(GoalResult(g, key, vals, (agg(vals) >= g["min"]) if vals else None))
     return out
 
 

@@ -230,6 +230,36 @@ def validate_record(rec: dict[str, Any]) -> None:
         raise ResultsSchemaError(f"record {rec['kernel']!r}: fingerprint must be a sha256 hex digest")
     if not isinstance(rec["work"], dict) or not {"flops", "bytes"} <= set(rec["work"]):
         raise ResultsSchemaError(f"record {rec['kernel']!r}: work needs flops and bytes (numbers or null)")
+    check_timing(rec)
+
+
+TIMING_TOLERANCE = 0.15   # the same as timing.DEFAULT_TOLERANCE (kept here: results never needs a GPU)
+TIMING_FIELDS = ("regime", "method", "ms", "check_method", "check_ms", "agreement")
+
+
+def check_timing(rec: dict[str, Any]) -> None:
+    """A record's latency must be the cross-checked figure, and the check must have agreed.
+
+    A timing of ``{}`` or with ``"cross_check": null`` marks a record written before the
+    cross-check existed (timed once, by the method it names); the report says so. Anything else
+    must be complete and within the tolerance."""
+    t = rec.get("timing") or {}
+    if not is_cross_checked(rec):
+        return
+    missing = [k for k in TIMING_FIELDS if k not in t]
+    if missing:
+        raise ResultsSchemaError(f"record {rec['kernel']!r}: timing is missing {missing}")
+    if abs(t["check_ms"] / t["ms"] - 1.0) > TIMING_TOLERANCE:
+        raise ResultsSchemaError(
+            f"record {rec['kernel']!r}: its two timings disagree ({t['ms'] * 1e3:.2f} us by {t['method']}, "
+            f"{t['check_ms'] * 1e3:.2f} us by {t['check_method']}); the figure cannot be recorded")
+    if abs(rec["latency_ms"] - t["ms"]) > 1e-9 * max(1.0, t["ms"]):
+        raise ResultsSchemaError(f"record {rec['kernel']!r}: latency_ms is not the cross-checked timing")
+
+
+def is_cross_checked(rec: dict[str, Any]) -> bool:
+    t = rec.get("timing") or {}
+    return bool(t) and not ("cross_check" in t and t["cross_check"] is None)
 
 
 def validate_file(doc: dict[str, Any], name: str = "results file") -> None:
@@ -281,7 +311,13 @@ def stale_records(suite: str | None = None) -> list[Record]:
 
 def save(suite: str, records: Iterable[dict[str, Any]], *, provenance_info: dict[str, Any],
          goals: list[dict[str, Any]] | None = None, notes: dict[str, Any] | None = None) -> Path:
-    """Write one run of ``suite`` (replacing the file)."""
+    """Write one run of ``suite`` (replacing the file). New records must carry a cross-checked
+    timing (``timing.measure``); only records carried over from an earlier run may lack one."""
+    records = list(records)
+    unchecked = [r for r in records if not is_cross_checked(r) and not r.get("carried_over")]
+    if unchecked:
+        raise ResultsSchemaError(f"{suite}: {len(unchecked)} new record(s) have no cross-checked timing "
+                                 f"(time them with timing.measure), e.g. {unchecked[0]['kernel']!r}")
     doc = {"schema": SCHEMA_VERSION, "suite": suite, "provenance": provenance_info,
            "goals": goals or [], "notes": notes or {}, "records": list(records)}
     validate_file(doc, suite)
@@ -329,7 +365,7 @@ def make_record(
         "reference": reference, "ceiling": ceiling,
         "ratio_to_reference": ratio(reference), "ratio_to_ceiling": ratio(ceiling),
         "peers": peers or {}, "correctness": correctness or {}, "floor_ms": floor_ms,
-        "timing": timing or {},
+        "timing": timing.as_dict() if hasattr(timing, "as_dict") else (timing or {}),
         **extra,
     }
     if measured is None:

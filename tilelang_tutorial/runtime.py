@@ -18,6 +18,7 @@ that still runs in the emulator and says plainly that there is no generated code
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 from dataclasses import dataclass
@@ -121,6 +122,14 @@ def gpu_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
+@functools.lru_cache(maxsize=None)
+def _device_name() -> str:
+    import torch
+
+    return torch.cuda.get_device_name()
+
+
+@functools.lru_cache(maxsize=None)
 def _gpu_arch() -> str:
     import torch
 
@@ -182,11 +191,7 @@ def _emulation_forced() -> bool:
 def mode() -> Mode:
     """The current mode: where kernels run, and the architecture they are compiled for."""
     gpu = gpu_available()
-    name = None
-    if gpu:
-        import torch
-
-        name = torch.cuda.get_device_name()
+    name = _device_name() if gpu else None
     arch = current_arch()
     can_compile = nvcc_path() is not None
     if gpu and _emulation_forced():
@@ -242,6 +247,17 @@ class UncompiledKernel:
         return run(self, *args, **scalars)
 
 
+def launcher(kernel):
+    """What :func:`run` would do with ``kernel``, decided once: a callable taking the kernel's
+    arguments. Plans keep one, so their fast path pays no mode check per call."""
+    m = mode()
+    if m.can_run and not isinstance(kernel, UncompiledKernel) and hasattr(kernel, "get_kernel_source"):
+        return kernel
+    from . import emulate
+
+    return functools.partial(emulate.run, kernel)
+
+
 def run(kernel, *args, **scalars):
     """Run a kernel the way this machine can: launched on the GPU in GPU mode (CUDA tensors), in
     the tile emulator otherwise (CPU tensors; the kernel's ``T.prim_func`` runs unchanged).
@@ -259,10 +275,15 @@ def run(kernel, *args, **scalars):
 
 def nvcc_path() -> str | None:
     """nvcc, where TileLang will find it."""
-    cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    return _nvcc_lookup(os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH"), os.environ.get("PATH", ""))
+
+
+@functools.lru_cache(maxsize=8)
+def _nvcc_lookup(cuda_home: str | None, path: str) -> str | None:
+    # cached per (CUDA_HOME, PATH): every op call asks for the mode, and a PATH walk is slow
     if cuda_home and os.path.exists(os.path.join(cuda_home, "bin", "nvcc")):
         return os.path.join(cuda_home, "bin", "nvcc")
-    return shutil.which("nvcc")
+    return shutil.which("nvcc", path=path)
 
 
 def compile_kernel(

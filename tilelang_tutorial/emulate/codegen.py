@@ -1171,6 +1171,19 @@ class CodeGen:
         ix = ", ".join(self.uniform(x, "mbarrier index") for x in exs) + ("," if len(exs) == 1 else "")
         return f"{bi.name}[_rt.ck({bi.ref}, {bi.name}, ({ix}))]"
 
+    def _barrier_ptr_ref(self, arg, what: str) -> str:
+        """An mbarrier given as a pointer (``tvm_access_ptr(..., bar.data, offset, ...)``, ...)."""
+        load, data, offset = E.decode_barrier_pointer(arg, what)
+        if load is not None:
+            return self._barrier_ref(load)
+        entry = self.bmap.get(data)
+        bi = next(iter(entry.values())) if entry else None
+        if bi is None or not bi.is_barrier:
+            raise UnsupportedConstruct(what, f"`{arg}` does not point to an mbarrier (T.alloc_barrier)")
+        off = self.uniform(self.expr(offset), "mbarrier pointer offset")
+        flat = f"{bi.name}.reshape(-1)"
+        return f"{flat}[_rt.ck({bi.ref}, {flat}, ({off},))]"
+
     # ------------------------------------------------------------------ Evaluate
     def evaluate(self, s: tir.Evaluate) -> None:  # noqa: C901
         v = s.value
@@ -1189,6 +1202,16 @@ class CodeGen:
         if name == E.MBAR_ARRIVE or name == E.MBAR_ARRIVE_EXPECT_TX:
             bar = self._barrier_ref(v.args[0])
             n = f"{self.tids}.size" if self.role_mode else str(self.nthreads)
+            self.emit(f"_rt.mbar_arrive(_x, {bar}, {n})")
+            return
+        if name == E.TCGEN05_MMA_ARRIVE:
+            if E.call_flag(v, "use_2cta"):
+                raise UnsupportedConstruct("T.tcgen05_mma_arrive(..., arrive_2cta=True)", "arrivals on the peer "
+                                           "CTA's barrier (clusters; blocks run one after another here)")
+            bar = self._barrier_ptr_ref(v.args[0], "T.tcgen05_mma_arrive")
+            # tcgen05.commit under elect_one_sync: one arrival per warp that executes it; the MMAs
+            # issued before it are complete already
+            n = f"_rt.nwarps({self.tids})" if self.role_mode else str(-(-self.nthreads // 32))
             self.emit(f"_rt.mbar_arrive(_x, {bar}, {n})")
             return
         if name == E.MBAR_WAIT:
@@ -1307,10 +1330,7 @@ class CodeGen:
             self.emit(f"_rt.scan(_x, {op.kind!r}, {self._region_args(op.src, short_name)}, "
                       f"{self._region_args(op.dst, short_name)}, {op.dim}, {op.reverse})")
         elif isinstance(op, E.GemmOp):
-            clear = self.uniform(self.expr(op.clear_accum), "clear_accum")
-            self.emit(f"_rt.gemm(_x, {short_name!r}, {self._region_args(op.A, short_name)}, "
-                      f"{self._region_args(op.B, short_name)}, {self._region_args(op.C, short_name)}, "
-                      f"{op.transpose_A}, {op.transpose_B}, {clear}, {op.M}, {op.N}, {op.K})")
+            self.gemm(op, short_name)
         elif isinstance(op, E.TransposeOp):
             self.emit(f"_rt.transpose(_x, {self._region_args(op.src, short_name)}, "
                       f"{self._region_args(op.dst, short_name)})")
@@ -1319,6 +1339,42 @@ class CodeGen:
                       f"{self._region_args(op.dst, short_name)})")
         else:  # pragma: no cover
             raise UnsupportedConstruct(name)
+
+    def gemm(self, op: E.GemmOp, short_name: str) -> None:
+        """``T.gemm`` / ``T.wgmma_gemm`` / ``T.tcgen05_gemm``. An accumulator in tensor memory means
+        TCGEN5MMA (Blackwell): one thread issues the MMA, whose completion arrives once on ``mbar``;
+        the synchronous ``T.gemm`` then waits for that phase (TileLang inserts the wait when
+        lowering), ``T.tcgen05_gemm`` does not (the program waits itself)."""
+        c_tmem = self.buf(op.C.buffer).scope == E.TMEM_SCOPE
+        if op.is_tcgen05 and not c_tmem:
+            raise UnsupportedConstruct(f"{short_name} with C = {op.C.buffer.name} (scope {op.C.buffer.scope()})",
+                                       "TCGEN5MMA accumulates in tensor memory: C must be a T.alloc_tmem buffer "
+                                       "(TileLang 0.1.15 rejects this GEMM)")
+        if c_tmem and op.name == E.GEMM and op.mbar is None:
+            raise UnsupportedConstruct(f"{short_name} into tensor memory ({op.C.buffer.name}) without mbar=",
+                                       "a GEMM with a T.alloc_tmem accumulator is a TCGEN5MMA, which reports its "
+                                       "completion on an mbarrier: pass mbar=T.alloc_barrier(1) (TileLang 0.1.15 "
+                                       "rejects it without one)")
+        clear = self.uniform(self.expr(op.clear_accum), "clear_accum")
+        self.emit(f"_rt.gemm(_x, {short_name!r}, {self._region_args(op.A, short_name)}, "
+                  f"{self._region_args(op.B, short_name)}, {self._region_args(op.C, short_name)}, "
+                  f"{op.transpose_A}, {op.transpose_B}, {clear}, {op.M}, {op.N}, {op.K})")
+        if op.mbar is None:
+            return
+        if not c_tmem:
+            # register-accumulator GEMMs (mma.sync, wgmma) do not use the barrier
+            self.emit(f"pass  # mbar={op.mbar.buffer.name}: unused by a GEMM whose C is not in tensor memory")
+            return
+        bar = self._barrier_ref(op.mbar)
+        if op.is_tcgen05:
+            self.emit(f"_rt.mma_commit(_x, {bar}, None)")
+            return
+        w = self.tmp("_w")
+        self.emit(f"{w} = _rt.mma_commit(_x, {bar}, {short_name!r})")
+        if self.role_mode:
+            self.emit(f"if {w} is not None: yield {w}")
+        else:
+            self.emit(f"if {w} is not None: _wait_now(_x, {w})")
 
 
 class _BarrierRef(BufRef):

@@ -17,8 +17,14 @@ Observed encodings (TileLang 0.1.15, TVM ``tvm.tirx``):
 * ``tl.tileop.reduce(src_region, dst_region, kind: str, dim: int, clear: bool)`` (+ annotations
   ``batch``, ``nan_propagate``); ``clear=False`` combines with the destination's values;
 * ``tl.tileop.cumsum`` / ``cummax(src_region, dst_region, dim, reverse)``;
-* ``tl.tileop.gemm`` / ``wgmma_gemm``: 13 slots ``A, B, C, transpose_A, transpose_B, M, N, K,
-  policy, clear_accum, mbar, C_row0, C_col0``;
+* ``tl.tileop.gemm`` / ``wgmma_gemm`` / ``tcgen05_gemm``: 13 slots ``A, B, C, transpose_A,
+  transpose_B, M, N, K, policy, clear_accum, mbar, C_row0, C_col0``; ``mbar`` is the mbarrier
+  ``BufferLoad`` (``bar[0]``) of ``mbar=`` or the constant 0 without one; ``T.tcgen05_gemm`` (the
+  explicit asynchronous Blackwell form) also carries the annotation ``is_tcgen05 = 1``, a 2-CTA
+  MMA ``use_2cta = 1``;
+* tensor memory (``T.alloc_tmem``): buffers of scope ``shared.tmem``;
+  ``T.tcgen05_mma_arrive(bar)`` = ``tl.tcgen05_mma_arrive(tirx.tvm_access_ptr(type_annotation,
+  bar.data, offset, extent, rw_mask))`` (a pointer to the barrier, not a ``BufferLoad``);
 * ``tl.tileop.atomicadd|atomicmax|atomicmin(value_region, dst_region)`` (value first);
 * element atomics ``tl.atomic_<op>_elem_op(tl.access_ptr(BufferLoad, extent, rw_mask), value
   [, memory_order])``, ``..._ret_elem_op`` returns the previous value;
@@ -56,7 +62,9 @@ COPY_OPS = ("tl.tileop.copy", "tl.tileop.tma_copy", "tl.tileop.async_copy")
 FILL = "tl.tileop.fill"
 REDUCE = "tl.tileop.reduce"
 SCAN_OPS = {"tl.tileop.cumsum": "sum", "tl.tileop.cummax": "max"}
-GEMM_OPS = ("tl.tileop.gemm", "tl.tileop.wgmma_gemm")
+GEMM = "tl.tileop.gemm"
+TCGEN05_GEMM = "tl.tileop.tcgen05_gemm"
+GEMM_OPS = (GEMM, "tl.tileop.wgmma_gemm", TCGEN05_GEMM)
 TRANSPOSE = "tl.tileop.transpose"
 TILE_ATOMICS = {"tl.tileop.atomicadd": "add", "tl.tileop.atomicmax": "max", "tl.tileop.atomicmin": "min"}
 TILE_OPS = frozenset(COPY_OPS + (FILL, REDUCE, TRANSPOSE) + tuple(SCAN_OPS) + GEMM_OPS + tuple(TILE_ATOMICS))
@@ -76,7 +84,13 @@ MBAR_EXPECT_TX = "tl.mbarrier_expect_tx"
 MBAR_ARRIVE_EXPECT_TX = "tirx.ptx_arrive_barrier_expect_tx"
 STORAGE_SYNC = "tirx.tvm_storage_sync"
 NAMED_BARRIER_ARRIVE = "tl.named_barrier_arrive"
-BARRIER_OPS = frozenset({MBAR_ARRIVE, MBAR_WAIT, MBAR_ARRIVE_EXPECT_TX, STORAGE_SYNC, NAMED_BARRIER_ARRIVE})
+#: T.tcgen05_mma_arrive(bar): tcgen05.commit -- one arrival per warp executing it (elect_one_sync)
+#: once the tcgen05 MMAs issued before it have completed
+TCGEN05_MMA_ARRIVE = "tl.tcgen05_mma_arrive"
+BARRIER_OPS = frozenset({MBAR_ARRIVE, MBAR_WAIT, MBAR_ARRIVE_EXPECT_TX, STORAGE_SYNC, NAMED_BARRIER_ARRIVE,
+                         TCGEN05_MMA_ARRIVE})
+TVM_ACCESS_PTR = "tirx.tvm_access_ptr"
+ADDRESS_OF = "tirx.address_of"
 
 CALL_EXTERN = ("tirx.call_extern", "tirx.call_pure_extern")
 PRINT_FUNCS = ("debug_print_var", "debug_print_buffer_value", "debug_print_msg")
@@ -100,6 +114,9 @@ NOOP_OPS = frozenset({
     "tl.prefetch_tma_descriptor",
     "tl.pdl_trigger", "tl.pdl_sync",  # programmatic dependent launch: kernels run in order
     "tirx.tvm_tuple",
+    # tcgen05 fences order tensor-core (MMA, tcgen05.ld/st) work against thread barriers; tcgen05
+    # operations complete at once here
+    "tl.tcgen05_before_thread_sync", "tl.tcgen05_after_thread_sync",
 })
 # Annotations and attributes that only affect performance. The emulator ignores every AttrStmt
 # key (it runs the body), every For-loop annotation and every block annotation it does not read
@@ -131,6 +148,9 @@ SHARED_SCOPES = frozenset({"shared", "shared.dyn"})
 FRAGMENT_SCOPE = "local.fragment"
 LOCAL_SCOPES = frozenset({"local", "local.var"})
 BARRIER_SCOPE = "shared.barrier"
+#: Tensor memory (T.alloc_tmem, Blackwell): per-block like shared memory; the accumulator of
+#: TCGEN5MMA (T.gemm with an mbarrier, T.tcgen05_gemm), read back with T.copy (tcgen05.ld)
+TMEM_SCOPE = "shared.tmem"
 
 
 def op_name(call: tir.Call) -> str:
@@ -205,6 +225,11 @@ def _ann(call: tir.Call) -> dict:
     return dict(ann) if ann is not None else {}
 
 
+def call_flag(call: tir.Call, key: str) -> bool:
+    """An integer flag in a call's annotations (``is_tcgen05``, ``use_2cta``); absent = False."""
+    return bool(int(_ann(call).get(key, 0) or 0))
+
+
 @dataclass
 class CopyOp:
     name: str
@@ -254,6 +279,8 @@ class GemmOp:
     N: int
     K: int
     clear_accum: object             # a PrimExpr (usually a constant bool)
+    mbar: object = None             # mbar=: the mbarrier BufferLoad the MMA's completion arrives on
+    is_tcgen05: bool = False        # T.tcgen05_gemm: asynchronous, never waits (the caller does)
 
 
 @dataclass
@@ -307,15 +334,15 @@ def decode_tile_op(call: tir.Call):
                 raise UnsupportedConstruct(name, f"{len(a)} arguments, expected the 13 GEMM slots (A, B, C, "
                                            "transpose_A, transpose_B, M, N, K, policy, clear_accum, mbar, C_row0, "
                                            "C_col0)")
-            if isinstance(a[10], tir.BufferLoad):
-                raise UnsupportedConstruct(f"T.{short}(..., mbar=...)", "a GEMM that signals an mbarrier on "
-                                           "completion (tcgen05 / Blackwell)")
-            if int(_ann(call).get("use_2cta", 0) or 0):
-                raise UnsupportedConstruct(f"T.{short}(use_2cta)", "two-CTA GEMMs")
+            if call_flag(call, "use_2cta"):
+                raise UnsupportedConstruct(f"T.{short}(..., use_2cta=True)", "two-CTA GEMMs: the MMA of a CTA "
+                                           "pair of a thread-block cluster reads the peer CTA's shared memory, and "
+                                           "blocks run one after another here")
             return GemmOp(name, decode_region(a[0], f"T.{short} A"), decode_region(a[1], f"T.{short} B"),
                           decode_region(a[2], f"T.{short} C"), bool(int_value(a[3], "transpose_A")),
                           bool(int_value(a[4], "transpose_B")), int_value(a[5], "M"), int_value(a[6], "N"),
-                          int_value(a[7], "K"), a[9])
+                          int_value(a[7], "K"), a[9], _gemm_mbar(a[10], f"T.{short}"),
+                          name == TCGEN05_GEMM or call_flag(call, "is_tcgen05"))
         if name == TRANSPOSE:
             _expect(name, a, 2)
             return TransposeOp(decode_region(a[0], "T.transpose source"),
@@ -332,6 +359,19 @@ def decode_tile_op(call: tir.Call):
     raise UnsupportedConstruct(name, "this tile operator has no CPU emulation")
 
 
+def _gemm_mbar(arg, what: str):
+    """The ``mbar`` slot: the barrier's ``BufferLoad``, or None for the placeholder constant 0."""
+    if isinstance(arg, tir.BufferLoad):
+        return arg
+    if isinstance(arg, tir.BufferRegion):     # one element, if TileLang ever passes the region itself
+        if all(_is_one(r.extent) for r in arg.region):
+            return tir.BufferLoad(arg.buffer, [r.min for r in arg.region])
+    if isinstance(arg, tir.IntImm) and int(arg.value) == 0:
+        return None
+    raise UnsupportedConstruct(f"{what}(..., mbar=...)", f"slot 10 (mbar) is `{arg}`, expected an mbarrier element "
+                               "such as bar[0] or the placeholder 0 (did TileLang's GEMM encoding change?)")
+
+
 def _expect(name, args, n):
     if len(args) != n:
         raise UnsupportedConstruct(name, f"{len(args)} arguments, expected {n} (did TileLang's encoding change?)")
@@ -346,6 +386,21 @@ def decode_access_ptr(arg, what: str) -> tir.BufferLoad:
     if isinstance(arg, tir.BufferLoad):
         return arg
     raise UnsupportedConstruct(what, f"expected tl.access_ptr(buffer[index], ...) as the destination, got `{arg}`")
+
+
+def decode_barrier_pointer(arg, what: str):
+    """An mbarrier operand given as a pointer: ``(BufferLoad, None, None)`` for ``bar[i]``,
+    ``tl.access_ptr(bar[i], ...)`` or ``address_of(bar[i])``; ``(None, data_var, offset)`` for
+    ``tvm_access_ptr(type_annotation, bar.data, offset, extent, rw_mask)``."""
+    if isinstance(arg, tir.BufferLoad):
+        return arg, None, None
+    if isinstance(arg, tir.Call):
+        name = op_name(arg)
+        if name in (ACCESS_PTR, ADDRESS_OF) and arg.args and isinstance(arg.args[0], tir.BufferLoad):
+            return arg.args[0], None, None
+        if name == TVM_ACCESS_PTR and len(arg.args) == 5 and isinstance(arg.args[1], tir.Var):
+            return None, arg.args[1], arg.args[2]
+    raise UnsupportedConstruct(what, f"expected an mbarrier (bar[i] or a pointer to it), got `{arg}`")
 
 
 def block_threads(block: tir.SBlock):

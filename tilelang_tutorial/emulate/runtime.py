@@ -19,7 +19,7 @@ import numpy as np
 
 from . import dtypes as D
 from .errors import EmulationError, OutOfBounds, UnsupportedConstruct
-from .scheduler import MBarrier, NamedBarrier, ParityWait, SyncWait
+from .scheduler import MBarrier, MmaWait, NamedBarrier, ParityWait, SyncWait
 
 
 class BufRef:
@@ -44,7 +44,8 @@ class BufRef:
 
     def label(self) -> str:
         kind = {"global": "global", "shared": "shared", "shared.dyn": "shared", "local.fragment": "fragment",
-                "local": "local", "local.var": "var", "shared.barrier": "mbarrier"}.get(self.scope, self.scope)
+                "local": "local", "local.var": "var", "shared.barrier": "mbarrier",
+                "shared.tmem": "tensor-memory"}.get(self.scope, self.scope)
         return f"{kind} buffer {self.name}"
 
 
@@ -913,6 +914,26 @@ def mbar_arrive(x: Exec, bar, n: int) -> None:
         raise EmulationError(f"T.barrier_arrive on {bar!r}, which is not an mbarrier (T.alloc_barrier)")
     bar.arrive(int(n))
     x.stats["mbarrier_arrivals"] += 1
+
+
+def mma_commit(x: Exec, bar, sync_op):
+    """A TCGEN5MMA's completion (``tcgen05.commit``): one arrival on ``bar``; the MMA itself has
+    completed already. ``sync_op`` (the op's name) for the synchronous ``T.gemm``, which then waits
+    for the phase this arrival belongs to: returns None when it has completed, else a wait (the
+    barrier expects more arrivals per phase); None for ``T.tcgen05_gemm``, which does not wait."""
+    if not isinstance(bar, MBarrier):
+        raise EmulationError(f"mbar= of a GEMM is {bar!r}, which is not an mbarrier (T.alloc_barrier)")
+    phase = bar.phase
+    bar.arrive(1)
+    x.stats["mbarrier_arrivals"] += 1
+    if sync_op is None or bar.phase > phase:
+        return None
+    return MmaWait(bar, phase, sync_op)
+
+
+def nwarps(tids) -> int:
+    """How many warps the threads ``tids`` belong to."""
+    return int(np.unique(np.asarray(tids).ravel() // 32).size)
 
 
 def mbar_wait(bar, parity):

@@ -122,6 +122,25 @@ class ParityWait:
                 f"{self.bar.state()}")
 
 
+class MmaWait:
+    """The wait a synchronous ``T.gemm(..., mbar=bar)`` performs after its TCGEN5MMA: for the phase
+    that the MMA's completion (one arrival) belongs to."""
+
+    __slots__ = ("bar", "phase", "op")
+
+    def __init__(self, bar: MBarrier, phase: int, op: str):
+        self.bar, self.phase, self.op = bar, int(phase), op
+
+    def ready(self) -> bool:
+        return self.bar.phase > self.phase
+
+    def describe(self) -> str:
+        return (f"waits in {self.op}(..., mbar={self.bar.name}) for mbarrier {self.bar.name} to complete phase "
+                f"{self.phase}, which its MMA's completion (one arrival) belongs to; the barrier expects "
+                f"{self.bar.count} arrivals per phase (an MMA-completion barrier is T.alloc_barrier(1)) and is "
+                f"{self.bar.state()}")
+
+
 class SyncWait:
     __slots__ = ("bar", "generation")
 

@@ -7,34 +7,63 @@ Kernel :mod:`.kernel` (factory, op, reference), configurations :mod:`.configs`, 
 from ... import results
 
 NOTEBOOK = "02_gemm_relu.ipynb"
-SUITES = {"gemm": "bench:run", "gemm_sweep": "bench:run_sweep"}
+#: gemm_rates first: the rule that ``gemm`` records through reads it
+SUITES = {"gemm_rates": "bench:run_rates", "gemm": "bench:run", "gemm_sweep": "bench:run_sweep"}
 
 
 def measured(record):
-    """What a ``gemm`` / ``gemm_sweep`` record measured: the dynamic-M program of its config."""
+    """What a ``gemm`` / ``gemm_sweep`` / ``gemm_rates`` record measured: the dynamic-M program(s) of
+    its config (the split-K pair when it split K), and for records of the op, the op's Python."""
+    from . import kernel, split_k
     from .configs import GemmConfig
-    from .kernel import gemm_relu_program
 
-    cfg = GemmConfig(**{k: record["config"][k] for k in GemmConfig.__dataclass_fields__})
-    s = record["shape"]
-    return [gemm_relu_program(None, s["N"], s["K"], in_dtype=record["dtype"], dynamic_m=True, **cfg.as_dict())]
+    s, c, dt = record["shape"], record["config"], record["dtype"]
+    if record["kernel"] == "splitk_reduce_relu":
+        return [split_k.splitk_reduce_relu_program(s["N"], c["split"], out_dtype=dt)]
+    cfg = GemmConfig(**{k: c[k] for k in GemmConfig.__dataclass_fields__})
+    if c.get("split", 1) > 1:
+        progs = split_k.programs(s["N"], s["K"], c["split"], cfg, dt)
+    else:
+        progs = [kernel.gemm_relu_program(None, s["N"], s["K"], in_dtype=dt, dynamic_m=True, **cfg.as_dict())]
+    if c.get("variant") == "rule":
+        progs += [kernel.gemm_relu, kernel.validate_inputs, split_k.gemm_relu_split_k]
+    return progs
 
 
 results.register_suite("gemm", measured)
 results.register_suite("gemm_sweep", measured)
+results.register_suite("gemm_rates", measured)
 
 
 def compile_cases():
     from .. import HOPPER, PORTABLE, CompileCase
+    from . import rule, split_k
+    from .blackwell import build_gemm_relu_tmem
     from .configs import SEED_CONFIG, tuned_config
     from .kernel import build_gemm_relu
 
+    def by_rule(M):
+        """what gemm_relu builds for (M, 4096, 4096) on this architecture"""
+        def build(arch):
+            choice = rule.choose(M, 4096, 4096, "float16", arch)
+            if choice.split > 1:
+                return split_k.build_split_k(4096, 4096, choice.split, choice.config, "float16", arch)[0]
+            return build_gemm_relu(4096, 4096, config=choice.config, dtype="float16", arch=arch)
+        return build
+
+    no_tmem = {arch: "needs an sm_100a-class target" for arch in ("sm_80", "sm_89", "sm_90a", "sm_120", "sm_120a")}
     return [
         CompileCase("gemm_relu/seed", PORTABLE,
                     lambda arch: build_gemm_relu(4096, 4096, config=SEED_CONFIG, dtype="float16", arch=arch)),
         CompileCase("gemm_relu/tuned", HOPPER,
                     lambda arch: build_gemm_relu(4096, 4096, config=tuned_config("float16"), dtype="float16",
                                                  arch=arch)),
+        CompileCase("gemm_relu/rule M=4096", PORTABLE, by_rule(4096)),
+        CompileCase("gemm_relu/rule M=16", HOPPER, by_rule(16)),
+        CompileCase("gemm_relu/unaligned N=1001 K=1000", PORTABLE,
+                    lambda arch: build_gemm_relu(1001, 1000, config=SEED_CONFIG, dtype="float16", arch=arch)),
+        CompileCase("gemm_relu/tensor memory (tcgen05)", ("sm_100a",),
+                    lambda arch: build_gemm_relu_tmem(4096, 4096, arch=arch), unsupported=no_tmem),
     ]
 
 

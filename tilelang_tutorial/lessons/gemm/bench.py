@@ -119,10 +119,10 @@ def _check(kernel, a, b, dtype):
 
 
 def _peers(a, b):
-    """torch relu(a @ b) and cuBLAS a @ b, measured now on the same inputs (ms)."""
+    """torch relu(a @ b) and cuBLAS a @ b, measured now on the same inputs (Timing, Timing)."""
     import torch
 
-    return (timing.median_ms(lambda: torch.relu(a @ b)), timing.median_ms(lambda: a @ b))
+    return timing.measure(lambda: torch.relu(a @ b)), timing.measure(lambda: a @ b)
 
 
 def sweep(sizes=(4096, 8192), dtypes=("float16",), configs=None, *, workers=None, arch=None) -> list[dict]:
@@ -141,7 +141,8 @@ def sweep(sizes=(4096, 8192), dtypes=("float16",), configs=None, *, workers=None
         for dt in dtypes:
             a, b = _inputs(n, n, n, dt)
             c = torch.empty((n, n), dtype=a.dtype, device="cuda")
-            torch_ms, cublas_ms = _peers(a, b)
+            torch_t, cublas_t = _peers(a, b)
+            torch_ms, cublas_ms = torch_t.ms, cublas_t.ms
             print(f"\n== M=N=K={n} {dt}: torch relu(a@b) {tflops(n, n, n, torch_ms):.0f} TFLOP/s, "
                   f"cuBLAS a@b {tflops(n, n, n, cublas_ms):.0f} TFLOP/s", flush=True)
             print(f"{'config':<46} {'ms':>8} {'TFLOP/s':>8} {'/torch':>7} {'/cuBLAS':>8}  check")
@@ -156,14 +157,15 @@ def sweep(sizes=(4096, 8192), dtypes=("float16",), configs=None, *, workers=None
                     continue
                 try:
                     cmp = _check(k, a, b, dt)
-                    ms = timing.median_ms(lambda: k(a, b, c))
-                except Exception as exc:  # e.g. too much shared memory for this GPU
+                    t = timing.measure(lambda: k(a, b, c))
+                    ms = t.ms
+                except Exception as exc:  # e.g. too much shared memory for this GPU, or timings disagree
                     row["error"] = f"launch: {type(exc).__name__}: {str(exc)[:300]}"
                     print(f"{cfg.name:<46} {'launch failed: ' + type(exc).__name__:>26}")
                     rows.append(row)
                     torch.cuda.synchronize()
                     continue
-                row.update(ms=ms, tflops=tflops(n, n, n, ms), ratio_to_torch=torch_ms / ms,
+                row.update(ms=ms, timing=t.as_dict(), tflops=tflops(n, n, n, ms), ratio_to_torch=torch_ms / ms,
                            ratio_to_cublas=cublas_ms / ms, rel_error=cmp.rel_error, unwritten=cmp.unwritten,
                            ok=cmp.ok)
                 rows.append(row)
@@ -189,7 +191,8 @@ def run_sweep(quick: bool = False) -> results.Run:
         flops = 2.0 * M * N * K
         recs.append(results.make_record(
             suite="gemm_sweep", kernel="gemm_relu", config=dict(row["config"]), shape={"M": M, "N": N, "K": K},
-            dtype=dt, metric="throughput", value=row["tflops"], unit="TFLOP/s", latency_ms=row["ms"], flops=flops,
+            dtype=dt, metric="throughput", value=row["tflops"], unit="TFLOP/s", latency_ms=row["ms"],
+            timing=row["timing"], flops=flops,
             nbytes=2.0 * (M * K + K * N + M * N),
             reference={"name": "torch relu(a @ b)", "value": flops / (row["torch_relu_ms"] * 1e-3) / 1e12,
                        "unit": "TFLOP/s", "latency_ms": row["torch_relu_ms"]},
@@ -255,20 +258,22 @@ def run(quick: bool = False) -> results.Run:
         for dt in DTYPES:
             a, b = _inputs(M, N, K, dt)
             c = torch.empty((M, N), dtype=a.dtype, device="cuda")
-            torch_ms, cublas_ms = _peers(a, b)
+            torch_t, cublas_t = _peers(a, b)
+            torch_ms, cublas_ms = torch_t.ms, cublas_t.ms
             for variant, pick in variants.items():
                 cfg = pick(dt)
                 k = kernels[(N, K, cfg, dt)]
                 if isinstance(k, Exception):
                     raise RuntimeError(f"{variant} config {cfg.name} does not compile for {N}x{K} {dt}") from k
                 cmp = _check(k, a, b, dt)
-                ms = timing.median_ms(lambda: k(a, b, c))
+                t = timing.measure(lambda: k(a, b, c))
+                ms = t.ms
                 value = tflops(M, N, K, ms)
                 rec = results.make_record(
                     suite="gemm", kernel="gemm_relu",
                     config=dict(cfg.as_dict(), variant=variant),
                     shape={"M": M, "N": N, "K": K}, dtype=dt, metric="throughput", value=value,
-                    unit="TFLOP/s", latency_ms=ms, flops=2.0 * M * N * K,
+                    unit="TFLOP/s", latency_ms=ms, timing=t, flops=2.0 * M * N * K,
                     nbytes=2.0 * (M * K + K * N + M * N),
                     reference={"name": "torch relu(a @ b)", "value": tflops(M, N, K, torch_ms),
                                "unit": "TFLOP/s", "latency_ms": torch_ms},
@@ -287,6 +292,189 @@ def run(quick: bool = False) -> results.Run:
                       f"{'ok' if cmp.ok else 'WRONG'} ({cmp.rel_error:.1e})", flush=True)
             del a, b, c
             torch.cuda.empty_cache()
+    if not quick:
+        out += rule_records(ceil)
+    return results.Run(out, prov, goals=list(GOALS))
+
+
+# ---------------------------------------------------------------------------------------------
+# Any shape: the rule (rule.py) on a random set and a small-M set, through the op a user calls
+# ---------------------------------------------------------------------------------------------
+
+RANDOM_SEED = 2026
+
+
+def random_shapes(n: int = 24, seed: int = RANDOM_SEED) -> list[tuple]:
+    """``n`` shapes: M log-uniform in 1..8192, N and K multiples of 8 in 512..8192, fp16 and bf16
+    alternating (a fixed seed: the same set every run)."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        M = max(1, min(8192, int(round(2 ** rng.uniform(0, 13)))))
+        out.append((M, 8 * rng.randint(64, 1024), 8 * rng.randint(64, 1024), DTYPES[i % 2]))
+    return out
+
+
+SMALL_M_SHAPES = [(M, N, K, "float16") for M in (1, 16, 64, 128) for N in (2048, 4096, 7168)
+                  for K in (2048, 4096, 7168)]
+
+GOALS = (
+    {"name": "random shapes (M 1..8192, N, K 512..8192): geometric mean vs torch relu(a @ b)", "min": 0.95,
+     "unit": "x torch", "metric": "ratio_to_reference", "aggregate": "geomean",
+     "where": {"shape.set": "random"}},
+    {"name": "random shapes: every shape vs torch relu(a @ b)", "min": 0.80, "unit": "x torch",
+     "metric": "ratio_to_reference", "where": {"shape.set": "random"}},
+    {"name": "small M (1, 16, 64, 128; N, K in 2048, 4096, 7168) vs torch relu(a @ b)", "min": 0.95,
+     "unit": "x torch", "metric": "ratio_to_reference", "where": {"shape.set": "small M"}},
+)
+
+
+def _rule_jobs(shapes, arch):
+    from . import rule
+
+    return {(M, N, K, dt): rule.choose(M, N, K, dt, arch) for (M, N, K, dt) in shapes}
+
+
+def prebuild_rule(choices, arch=None):
+    """Compile every kernel the rule picked for these shapes, in parallel."""
+    from . import split_k
+
+    jobs = sorted({(N, K, c.config, c.split, dt) for (M, N, K, dt), c in choices.items()},
+                  key=lambda j: (j[0], j[1], j[3], j[2].name, j[4]))
+
+    def build(job):
+        N, K, cfg, split, dt = job
+        if split > 1:
+            return split_k.build_split_k(N, K, split, cfg, dt, arch)
+        return gr.build_gemm_relu(N, K, config=cfg, dtype=dt, arch=arch)
+
+    built = runtime.compile_parallel(jobs, build, verbose=False)
+    bad = {j: e for j, e in built.items() if isinstance(e, Exception)}
+    if bad:
+        (j, e), = list(bad.items())[:1]
+        raise RuntimeError(f"{len(bad)} rule kernels failed to compile, e.g. N={j[0]} K={j[1]} {j[2].name} "
+                           f"split={j[3]}: {e}") from e
+
+
+def rule_records(ceil) -> list:
+    """One record per shape of the random and small-M sets: ``gemm_relu(a, b, out=c)`` as a user
+    calls it (the rule picks the kernel), torch ``relu(a @ b)`` as reference and cuBLAS ``a @ b``
+    as ceiling, all measured here, now."""
+    import time
+
+    import torch
+
+    from . import rule
+
+    rule.measured_rates.cache_clear()            # gemm_rates may have been recorded in this process
+    sets = [("random", s) for s in random_shapes()] + [("small M", s) for s in SMALL_M_SHAPES]
+    arch = runtime.current_arch()
+    t0 = time.time()
+    choices = _rule_jobs([s for _, s in sets], arch)
+    prebuild_rule(choices)
+    print(f"\nrule: compiled {len({(N, K, c.config, c.split) for (M, N, K, dt), c in choices.items()})} "
+          f"kernels for {len(sets)} shapes in {time.time() - t0:.0f} s", flush=True)
+    print(f"{'set':<8} {'M x N x K':<18} {'dtype':<9} {'choice':<18} {'TFLOP/s':>8} {'torch':>7} {'cuBLAS':>7} "
+          f"{'/torch':>7}  check")
+    out = []
+    for set_name, (M, N, K, dt) in sets:
+        choice = choices[(M, N, K, dt)]
+        a, b = _inputs(M, N, K, dt)
+        c = checks.poisoned((M, N), a.dtype, "cuda")
+        gr.gemm_relu(a, b, out=c)
+        torch.cuda.synchronize()
+        cmp = checks.compare(c, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dt])
+        t = timing.measure(lambda: gr.gemm_relu(a, b, out=c))
+        torch_t, cublas_t = _peers(a, b)
+        flops = 2.0 * M * N * K
+        rec = results.make_record(
+            suite="gemm", kernel="gemm_relu", config=dict(choice.as_dict(), variant="rule", arch=arch),
+            shape={"M": M, "N": N, "K": K, "set": set_name}, dtype=dt, metric="throughput",
+            value=tflops(M, N, K, t.ms), unit="TFLOP/s", latency_ms=t.ms, timing=t, flops=flops,
+            nbytes=2.0 * (M * K + K * N + M * N),
+            reference={"name": "torch relu(a @ b)", "value": tflops(M, N, K, torch_t.ms), "unit": "TFLOP/s",
+                       "latency_ms": torch_t.ms},
+            ceiling={"name": "cuBLAS a @ b (torch, same shape and dtype)", "value": tflops(M, N, K, cublas_t.ms),
+                     "unit": "TFLOP/s", "latency_ms": cublas_t.ms},
+            correctness={"rel_error": cmp.rel_error, "unwritten": cmp.unwritten, "tolerance": cmp.tolerance,
+                         "ok": cmp.ok, "reference": "fp32 torch relu(a.float() @ b.float())"},
+        )
+        rec["call"] = "gemm_relu(a, b, out=c) (the rule chooses)"
+        rec["predicted_us"] = choice.predicted_us
+        out.append(rec)
+        print(f"{set_name:<8} {f'{M}x{N}x{K}':<18} {dt:<9} {choice.name + ('/k' + str(choice.split) if choice.split > 1 else ''):<18} "
+              f"{rec['value']:8.1f} {rec['reference']['value']:7.1f} {rec['ceiling']['value']:7.1f} "
+              f"{rec['ratio_to_reference']:7.2f}  {'ok' if cmp.ok else 'WRONG'} ({cmp.rel_error:.1e})", flush=True)
+        del a, b, c
+    torch.cuda.empty_cache()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# gemm_rates: what the rule is fed (each candidate tile's step time, the split-K reduction's cost)
+# ---------------------------------------------------------------------------------------------
+
+def run_rates(quick: bool = False) -> results.Run:
+    """Suite ``gemm_rates``: every candidate of :mod:`.rule` at 8192^3 fp16 through its compiled
+    kernel (the step time the rule's model uses), and the split-K reduction at a small shape (its
+    fixed cost), with the copy bandwidth the model divides bytes by."""
+    import torch
+
+    from . import rule, split_k
+
+    runtime.require_gpu("the gemm_rates sweep")
+    prov = results.provenance("python -m tilelang_tutorial bench gemm_rates")
+    ceil = timing.measure_ceilings()
+    arch = runtime.current_arch()
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    n = rule.RATES_SIZE
+    cands = {name: cfg for name, cfg in rule.CANDIDATES.items() if rule.fits(cfg, arch)}
+    kernels = compile_many([(n, n, cfg, "float16") for cfg in cands.values()], verbose=False)
+    a, b = _inputs(n, n, n, "float16")
+    c = torch.empty((n, n), dtype=a.dtype, device="cuda")
+    out = []
+    for name, cfg in cands.items():
+        k = kernels[(n, n, cfg, "float16")]
+        if isinstance(k, Exception):
+            raise RuntimeError(f"rule candidate {name} does not compile: {k}") from k
+        cmp = _check(k, a, b, "float16")
+        t = timing.measure(lambda: k(a, b, c))
+        rate = tflops(n, n, n, t.ms)
+        rec = results.make_record(
+            suite="gemm_rates", kernel="gemm_relu", config=dict(cfg.as_dict(), candidate=name, arch=arch),
+            shape={"M": n, "N": n, "K": n}, dtype="float16", metric="throughput", value=rate, unit="TFLOP/s",
+            latency_ms=t.ms, timing=t, flops=2.0 * n ** 3, nbytes=6.0 * n * n,
+            ceiling={"name": f"cuBLAS float16 matmul {ceil.matmul_size}^3 (measured)",
+                     "value": ceil.matmul_tflops["float16"], "unit": "TFLOP/s"},
+            correctness={"rel_error": cmp.rel_error, "unwritten": cmp.unwritten, "ok": cmp.ok})
+        rec["copy_gbps"] = ceil.copy_gbps
+        rec["step_us"] = rule.step_us(rate, cfg, sms)
+        rec["sm_count"] = sms
+        out.append(rec)
+        print(f"rate {name:<12} {cfg.name:<44} {rate:6.0f} TFLOP/s  step {rec['step_us']:.3f} us  "
+              f"[{'ok' if cmp.ok else 'WRONG'}]", flush=True)
+    del a, b, c
+    # the reduction's fixed cost: its time at a shape where the bytes are negligible
+    M, N, split = 16, 4096, 4
+    partial, reduce = split_k.build_split_k(N, 4096, split, rule.CANDIDATES["narrow"], "float16")
+    w = checks.random_tensor((split, M, N), torch.float32, "cuda")
+    y = checks.poisoned((M, N), torch.float16, "cuda")
+    reduce(w, y)
+    torch.cuda.synchronize()
+    cmp = checks.compare(y, torch.relu(w.sum(0)), tolerance=checks.TOLERANCE["float16"])
+    t = timing.measure(lambda: reduce(w, y))
+    rec = results.make_record(
+        suite="gemm_rates", kernel="splitk_reduce_relu", config={"split": split, "arch": arch},
+        shape={"M": M, "N": N}, dtype="float16", metric="latency", value=t.ms * 1e3, unit="us",
+        latency_ms=t.ms, timing=t, nbytes=float(split * M * N * 4 + M * N * 2), ceiling=None,
+        correctness={"rel_error": cmp.rel_error, "unwritten": cmp.unwritten, "ok": cmp.ok})
+    rec["sm_count"] = sms
+    rec["copy_gbps"] = ceil.copy_gbps
+    out.append(rec)
+    print(f"split-K reduction (split {split}, {M} x {N}): {t.ms * 1e3:.1f} us [{'ok' if cmp.ok else 'WRONG'}]",
+          flush=True)
     return results.Run(out, prov)
 
 

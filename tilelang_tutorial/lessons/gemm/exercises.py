@@ -7,10 +7,10 @@
        B: T.Tensor((N, K), in_dtype)
        C: T.Tensor((M, N), in_dtype)    # C = ReLU(A @ B^T)
 
-   then ``check_gemm_transposed_b(factory)``. Besides the signature and the numbers (GPU), the
-   checker reads the generated code: the K loop must still be a software pipeline and, on Hopper,
-   ``T.gemm`` must still become ``wgmma`` (on Ampere ``mma.sync``) -- transposing B must not cost
-   the tensor cores. Hint: three things change -- B's shape, the corner of the B tile a block
+   then ``check_gemm_transposed_b(factory)``. Besides the signature and the numbers (on the GPU,
+   or in the emulator), the checker reads the generated code: the K loop must still be a software
+   pipeline and, on Hopper, ``T.gemm`` must still become ``wgmma`` (on Ampere ``mma.sync``) --
+   transposing B must not cost the tensor cores. Hint: three things change -- B's shape, the corner of the B tile a block
    copies, and one keyword of ``T.gemm``.
 
 2. **A bias + GELU epilogue**: ``C = GELU(A @ B + bias)``. Write ``factory(M, N, K, in_dtype)``

@@ -27,7 +27,8 @@ Design
   constants (they are the weight's shape), which lets TileLang prove most bounds away.
 
 The op :func:`gemm_relu` always builds the dynamic-M kernel, keyed on (N, K, dtype, config), so a
-model that calls it with many batch sizes compiles once.
+model that calls it with many batch sizes compiles once per configuration the rule picks
+(:mod:`.rule`: the tile, and a split of K for small M x N, from measured rates).
 """
 # No `from __future__ import annotations`: T.prim_func evaluates the annotations of the kernel
 # (T.Tensor(shape, dtype)) against the factory's local variables.
@@ -155,17 +156,32 @@ def validate_inputs(a, b, *, out=None):
     return M, N, K, _dtype_name(a)
 
 
+def check_config_for_shape(N: int, K: int, config: GemmConfig) -> None:
+    """One clear line instead of a ptxas failure: rows that are not 16-byte aligned (N or K not a
+    multiple of 8 for 16-bit data) cannot use TMA, and the predicated loads that replace it need
+    registers only the 128-thread tiles up to 128 x 128 have to spare."""
+    if (N % 8 or K % 8) and (config.threads > 128 or config.block_N > 128 or config.block_M > 128):
+        raise ValueError(
+            f"N={N}, K={K}: a dimension that is not a multiple of 8 needs a tile of at most 128 x 128 on 128 "
+            f"threads (config {config.name} is larger); pass config=None and gemm_relu chooses one")
+
+
 def gemm_relu(a, b, config: GemmConfig | None = None, *, out=None):
     """``relu(a @ b)`` with the TileLang kernel (on the GPU in GPU mode, in the emulator on CPU
     tensors otherwise).
 
-    ``a``: (M, K), ``b``: (K, N), both fp16 or both bf16, contiguous. ``config`` defaults to the
-    tuned configuration for the dtype. ``out``: optional (M, N) output buffer. Returns C (M, N) in
+    ``a``: (M, K), ``b``: (K, N), both fp16 or both bf16, contiguous. ``config=None`` lets
+    :func:`.rule.choose` pick the tile (and a split of K) for this shape and architecture; a
+    given ``config`` is used as is. ``out``: optional (M, N) output buffer. Returns C (M, N) in
     the input dtype.
     """
     import torch
 
+    from . import rule, split_k
+
     M, N, K, dtype = validate_inputs(a, b, out=out)
+    if config is not None:
+        check_config_for_shape(N, K, config)
     device = runtime.mode().device
     for name, t in (("a", a), ("b", b)) + ((("out", out),) if out is not None else ()):
         checks.check_tensor(t, name, device_type=device, contiguous=False)
@@ -177,6 +193,11 @@ def gemm_relu(a, b, config: GemmConfig | None = None, *, out=None):
         return out
     if K == 0:
         return out.zero_()
-    kernel = build_gemm_relu(N, K, config=config or tuned_config(dtype), dtype=dtype)
+    if config is None:
+        choice = rule.choose(M, N, K, dtype)
+        if choice.split > 1:
+            return split_k.gemm_relu_split_k(a, b, choice.split, choice.config, out)
+        config = choice.config
+    kernel = build_gemm_relu(N, K, config=config, dtype=dtype)
     runtime.run(kernel, a, b, out)
     return out

@@ -1,4 +1,6 @@
 """GEMM + ReLU (notebook 02): compile-only checks on CPU, correctness on a GPU."""
+import re
+
 import pytest
 import torch
 
@@ -102,8 +104,12 @@ def test_tensors_must_be_where_kernels_run():
 # Compile-only: the generated CUDA for Hopper and for Ampere/Ada
 # ------------------------------------------------------------------------------------------------
 
+def _kernel(arch, config=gr.SEED_CONFIG):
+    return gr.build_gemm_relu(DEMO_N, DEMO_K, config=config, arch=arch)
+
+
 def _source(arch, config=gr.SEED_CONFIG):
-    return gr.build_gemm_relu(DEMO_N, DEMO_K, config=config, arch=arch).get_kernel_source()
+    return _kernel(arch, config).get_kernel_source()
 
 
 def test_sm90a_source_has_tma_mbarrier_wgmma_setmaxnreg():
@@ -117,11 +123,100 @@ def test_sm90a_source_has_tma_mbarrier_wgmma_setmaxnreg():
     assert "int m" in src                         # T.dynamic("m") became a kernel argument
 
 
+def test_sm90a_b_tile_is_two_tma_boxes():
+    """Notebook 02, section 5: A's 128 x 64 tile is one TMA box, B's 64 x 128 tile two boxes of 64
+    columns (a box with the 128-byte swizzle is at most 128 bytes wide), 16 KiB each per stage."""
+    src = _source("sm_90a")
+    assert len(re.findall(r"tl::tma_load\(A_desc", src)) == 1
+    assert re.search(r"for \(int i = 0; i < 2; \+\+i\) \{\s*tl::tma_load\(B_desc, [^;]*\(i \* 64\)\)", src), \
+        "B's tile is no longer loaded as two boxes of 64 columns"
+    assert "expect_transaction(16384)" in src and "arrive_and_expect_tx(16384)" in src
+    assert "warpgroup_reg_dealloc<24>" in src and "warpgroup_reg_alloc<240>" in src
+    assert len(re.findall(r"mbarrier\[\d\]\.init", src)) == 2 * gr.SEED_CONFIG.num_stages
+    assert sorted(set(re.findall(r"wgmma_ss<[^>]*?, (\d+, \d+, \d+),", src))) == ["64, 128, 16"]
+
+
 @pytest.mark.parametrize("arch", ["sm_80", "sm_89"])
 def test_ampere_ada_source_has_cp_async_and_mma(arch):
     src = _source(arch)
     assert "cp_async" in src and "mma_sync" in src
     assert "wgmma" not in src and "tma_load" not in src
+    assert "__launch_bounds__(128" in src and "ldmatrix" in src and "cp_async_wait<2>" in src
+    assert sorted(set(re.findall(r"mma_sync<[^>]*?, (\d+, \d+, \d+),", src))) == ["16, 8, 16"]
+
+
+def test_register_arithmetic_matches_ptxas():
+    """Notebook 02, section 7: the 128 x 256 tile spills with one consumer warpgroup, not with two."""
+    from tilelang_tutorial.inspector import resource_usage
+
+    usage = {}
+    for name, cfg in (("seed", gr.SEED_CONFIG), ("wide, 128 threads", gr.SEED_CONFIG.replace(block_N=256)),
+                      ("tuned", gr.TUNED_CONFIGS["float16"])):
+        (usage[name],) = resource_usage(gr.build_gemm_relu(DEMO_N, DEMO_K, config=cfg, arch="sm_90a")).values()
+    assert usage["seed"]["spill_stores"] == 0 and usage["tuned"]["spill_stores"] == 0, usage
+    assert usage["wide, 128 threads"]["spill_stores"] > 0, usage
+
+
+def test_lower_trace_shows_the_passes_the_notebook_names():
+    """Notebook 02, section 6: warp specialization and the pipeline appear in
+    ProducerConsumerWarpSpecialized; TMA loads and wgmma in LowerTileOp; the tensor maps (boxes
+    64 x 128 for A, 64 x 64 for B, 128-byte swizzle, zero fill) in LowerHopperIntrin."""
+    import contextlib
+    import io
+    import tempfile
+
+    import tilelang
+    from tilelang.tools import lower_trace
+
+    tilelang.disable_cache()
+    try:
+        with tempfile.TemporaryDirectory() as trace_dir, contextlib.redirect_stdout(io.StringIO()):
+            lower_trace.enable(mode="html", trace_dir=trace_dir)
+            runtime.compile_kernel(gr.gemm_relu_program(4096, 4096, 4096), arch="sm_90a")
+            trace = lower_trace.core.get_last_session().records
+            lower_trace.disable()
+    finally:
+        tilelang.enable_cache()
+    steps = {step.name: step for step in trace}
+    specialized = steps["ProducerConsumerWarpSpecialized"]
+    assert specialized.changed and "if tx < 128:" in specialized.after_text
+    assert "(3, 128, 64)" in specialized.after_text and "T.tma_copy(" in specialized.after_text
+    assert not steps["InjectSoftwarePipeline"].changed
+
+    def first(piece):
+        return next(s.name for s in trace if piece in s.after_text and piece not in s.before_text)
+
+    assert first("T.tma_load(") == first("T.ptx_wgmma_ss(") == "LowerTileOp"
+    assert first("T.set_max_nreg(") == "AnnotateWarpGroupRegAlloc"
+    maps = re.findall(r'T\.call_packed\("__tvm_tensormap_create_tiled", (.*)\)', steps["LowerHopperIntrin"].after_text)
+    assert maps == ["A_desc, 6, 2, A, 4096, 4096, 2, 8192, 64, 128, 1, 1, 0, 3, 2, 0",
+                    "B_desc, 6, 2, B, 4096, 4096, 2, 8192, 64, 64, 1, 1, 0, 3, 2, 0"], maps
+
+
+def test_analyzer_counts_and_its_overflow():
+    """Notebook 02, section 6: tilelang.tools.Analyzer counts 2MNK and the tiles' traffic; its byte
+    count overflows 32 bits at 4096^3 in 0.1.15 (the notebook says so: update it if this changes)."""
+    from tilelang.tools import Analyzer
+
+    for block_N, a_reads in ((128, 16), (256, 8)):
+        counts = Analyzer(gr.gemm_relu_program(2048, 2048, 2048, block_N=block_N), device=None).ir_pass()
+        assert int(counts.total_flops) == 2 * 2048**3
+        assert int(counts.total_global_bytes) == 2 * 2048 * 2048 * (a_reads + 16 + 1)
+    big = Analyzer(gr.gemm_relu_program(4096, 4096, 4096), device=None).ir_pass()
+    assert int(big.total_global_bytes) + 2**32 == 2 * 4096 * 4096 * (32 + 32 + 1)
+
+
+def test_compile_only_source_equals_the_compiled_source():
+    """Notebook 02, section 6: compile_kernel_source writes the nvcc-compiled CUDA plus #line lines."""
+    from tilelang.tools.compile_only import compile_kernel_source
+
+    from tilelang_tutorial.inspector import kernel_source
+
+    program = gr.gemm_relu_program(None, DEMO_N, DEMO_K, dynamic_m=True)
+    text = compile_kernel_source(program, target=runtime.target("sm_90a"))
+    kept = "\n".join(line for line in text.splitlines() if not line.startswith("#line"))
+    assert "#line" in text
+    assert kernel_source(_kernel("sm_90a")).strip() in kept
 
 
 def test_tuned_config_compiles_to_wide_wgmma():
@@ -228,3 +323,100 @@ def test_empty_and_k_zero():
     a = torch.empty((5, 0), dtype=torch.float16, device="cuda")
     b = torch.empty((0, 32), dtype=torch.float16, device="cuda")
     assert torch.equal(gr.gemm_relu(a, b), torch.zeros(5, 32, dtype=torch.float16, device="cuda"))
+
+
+# ------------------------------------------------------------------------------------------------
+# Any shape: the rule, the split-K path, the unaligned path
+# ------------------------------------------------------------------------------------------------
+from tilelang_tutorial.lessons.gemm import rule, split_k  # noqa: E402
+
+
+def test_unaligned_shapes_take_the_seed_configuration():
+    choice = rule.choose(77, 1001, 512, "float16", "sm_90a")
+    assert choice.config == gr.SEED_CONFIG and choice.split == 1 and "multiple of 8" in choice.why
+
+
+def test_a_large_config_on_an_unaligned_shape_is_one_line_before_compiling(monkeypatch):
+    import tilelang
+
+    monkeypatch.setattr(tilelang, "compile", lambda *a, **k: pytest.fail("reached the compiler"))
+    a, b = _t(64, 1000), _t(1000, 1001)
+    with pytest.raises(ValueError, match="not a multiple of 8") as info:
+        gr.gemm_relu(a, b, gr.tuned_config("float16"))
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120", "sm_120a"])
+def test_the_rule_never_picks_a_tile_that_does_not_fit(arch):
+    for shape in [(1, 4096, 4096), (16, 7168, 2048), (4096, 4096, 4096), (3001, 5000, 4040)]:
+        choice = rule.choose(*shape, "float16", arch)
+        assert rule.smem_bytes(choice.config) <= runtime.ARCHS[arch].smem_per_block, (arch, shape, choice)
+
+
+def test_the_model_splits_k_when_c_is_small(monkeypatch):
+    """The rule's logic on made-up rates (the real ones come from results/gemm_rates.json)."""
+    steps = {name: rule.step_us(rate, rule.CANDIDATES[name], 132)
+             for name, rate in {"tuned": 700, "seed": 500, "narrow": 450, "narrow_wide": 480}.items()}
+    monkeypatch.setattr(rule, "measured_rates", lambda arch: (steps, 4.0, 4000.0, 132, "test rates"))
+    small = rule.choose(1, 4096, 4096, "float16", "sm_90a")
+    assert small.name == "narrow" and small.split > 1, small
+    big = rule.choose(8192, 8192, 8192, "float16", "sm_90a")
+    assert big.name == "tuned" and big.split == 1, big
+    # the prediction is monotone in the work
+    assert rule.choose(16, 4096, 4096).predicted_us < rule.choose(16, 4096, 8192).predicted_us
+
+
+@pytest.mark.parametrize("M,N,K,split", [(5, 264, 1000, 3), (1, 128, 256, 2), (130, 200, 640, 4)])
+def test_split_k_matches_the_reference_in_the_emulator(M, N, K, split):
+    from tilelang_tutorial import emulate
+
+    cfg = rule.CANDIDATES["narrow"]
+    a, b = checks.random_tensor((M, K), torch.float16, "cpu"), checks.random_tensor((K, N), torch.float16, "cpu")
+    w = torch.full((split, M, N), float("nan"))
+    c = checks.poisoned((M, N), torch.float16, "cpu")
+    emulate.run(split_k.gemm_partial_program(N, K, split, **split_k._partial_knobs(cfg)), a, b, w)
+    emulate.run(split_k.splitk_reduce_relu_program(N, split), w, c)
+    checks.assert_close(c, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE["float16"],
+                        what=f"split-K {split} on {M}x{N}x{K}")
+
+
+def test_recorded_rule_figures_are_what_the_rule_picks_today():
+    """A record of the op names the kernel the rule chose then; if the rule now picks another for
+    that shape, the record no longer describes what gemm_relu runs."""
+    from tilelang_tutorial import results
+
+    rule.measured_rates.cache_clear()
+    for r in results.find("gemm", config=lambda c: c.get("variant") == "rule"):
+        s, c = r["shape"], r["config"]
+        now = rule.choose(s["M"], s["N"], s["K"], r["dtype"], c["arch"])
+        assert now.as_dict() == {k: c[k] for k in now.as_dict()}, (s, now, c)
+
+
+ANY_SHAPES = [(1, 1001, 1000), (77, 1001, 515), (300, 264, 203), (5, 4096, 4096), (16, 7168, 2048),
+              (129, 2648, 1920), (3001, 5000, 4040)]
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape", ANY_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_gpu_any_shape_through_the_rule(shape, dtype):
+    M, N, K = shape
+    tdt = getattr(torch, dtype)
+    a, b = checks.random_tensor((M, K), tdt, "cuda"), checks.random_tensor((K, N), tdt, "cuda")
+    out = checks.poisoned((M, N), tdt, "cuda")
+    gr.gemm_relu(a, b, out=out)
+    checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dtype],
+                        what=f"gemm_relu {shape} {dtype} ({rule.choose(M, N, K, dtype)})")
+
+
+@requires_gpu
+@pytest.mark.parametrize("split", [2, 3, 5])
+@pytest.mark.parametrize("shape", [(1, 4096, 4096), (77, 1000, 3000), (128, 7168, 2048)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_gpu_split_k_path(shape, split):
+    M, N, K = shape
+    a, b = checks.random_tensor((M, K), torch.bfloat16, "cuda"), checks.random_tensor((K, N), torch.bfloat16, "cuda")
+    out = checks.poisoned((M, N), torch.bfloat16, "cuda")
+    split_k.gemm_relu_split_k(a, b, split, rule.CANDIDATES["narrow"], out)
+    checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE["bfloat16"],
+                        what=f"split-K {split} {shape}")

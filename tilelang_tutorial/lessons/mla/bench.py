@@ -1,4 +1,5 @@
-"""Benchmark suite ``mla``: TileLang MLA decode vs the tutorial's Triton kernel vs eager torch.
+"""Benchmark suite ``mla``: TileLang MLA decode vs FlashInfer (the peer), eager torch, and the
+tutorial's Triton kernel (a teaching contrast).
 
 ``run()`` measures on the GPU it runs on and returns records for ``results/mla.json``
 (``python -m tilelang_tutorial bench mla``). Every point uses fresh random inputs with a
@@ -13,8 +14,6 @@ Each point is measured with every TileLang schedule (the default on sm_90a first
 ``"seesaw"``, then the hand-written ``"ws"`` and ``"auto"``, the kernel notebook 04 derives),
 one record each, with the same peers. A record's fingerprint is the schedule's program for its
 configuration (see the lesson's ``measured``).
-
-``sweep()`` prints (does not record) the tile knobs' effect at one shape.
 """
 from __future__ import annotations
 
@@ -23,6 +22,7 @@ import time
 
 from ... import checks, results, runtime, timing
 from . import op as K
+from . import flashinfer_peer as FI
 from . import triton_baseline as KT
 from .common import DIM_NOPE, DIM_PE, PAGE_SIZE, default_softmax_scale
 from .reference import make_paged_inputs, mla_decode_reference
@@ -96,10 +96,59 @@ def schedules_measured() -> list[str]:
     return list(dict.fromkeys([K.resolve_schedule(None), *here]))
 
 
+def _graph_of(fn):
+    """Capture ``fn()`` in a CUDA graph (after a warm-up on a side stream); returns the graph."""
+    import torch
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    torch.cuda.synchronize()
+    return graph
+
+
+def _op_path(the_plan, x, out, num_split, schedule) -> dict:
+    """The calls a user makes, timed back to back (host time counted per call) next to the
+    prepared launch timed the same way: plan.run, the simple mla_decode (validates every call,
+    a host sync), and plan.run replayed from a CUDA graph."""
+    args = (x["q_nope"], x["q_pe"], x["kv_cache"].view(-1, DIM_NOPE), x["pe_cache"].view(-1, DIM_PE),
+            x["block_table"], x["cache_seqlens"], the_plan.lse, the_plan.o_partial, out)
+    calls = {
+        "prepared_launch": lambda: the_plan.kernel(*args),
+        "plan_run": lambda: the_plan.run(**x, out=out),
+        "simple_call": lambda: K.mla_decode(**x, num_split=num_split, out=out, schedule=schedule),
+    }
+    try:
+        graph = _graph_of(lambda: the_plan.run(**x, out=out))
+        calls["graph_replay"] = graph.replay
+    except Exception as exc:                                  # recorded, not hidden
+        calls["graph_replay"] = None
+        graph_error = f"{type(exc).__name__}: {str(exc)[:200]}"
+    path = {}
+    for name, fn in calls.items():
+        if fn is None:
+            path[name] = {"error": graph_error}
+            continue
+        t, why = timing.measure_or_note(fn, regime="call")
+        path[name] = {"latency_ms": t.ms, "timing": t.as_dict()} if t else {"error": why}
+    base = path["prepared_launch"].get("latency_ms")
+    for name, p in path.items():
+        if base and p.get("latency_ms"):
+            p["ratio_to_prepared_launch"] = p["latency_ms"] / base
+    return path
+
+
 def _measure_point(*, b, h_q, seqlens, dtype, num_split, ceilings, memory_bound, label,
-                   torch_peer=True, seed=0, config=None) -> list[dict]:
+                   torch_peer=True, seed=0) -> list[dict]:
     """One record per TileLang schedule (:func:`schedules_measured`), the peers measured once
-    and attached to each."""
+    and attached to each. The record's figure is ``plan.run`` -- the fast path of the public
+    API -- timed as a kernel (two methods, L2 flushed); ``op_path`` holds the back-to-back
+    timings of every way of calling it."""
     import torch
 
     x = _inputs(b, h_q, seqlens, dtype, seed)
@@ -108,82 +157,110 @@ def _measure_point(*, b, h_q, seqlens, dtype, num_split, ceilings, memory_bound,
     auto = num_split is None
     if auto:
         num_split = K.choose_num_split(b, h_q, max_len, sm_count=K.sm_count())
-    config = dict(config or {})
 
     tilelang = {}
     for schedule in schedules_measured():
         out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
-        launch = K.MLADecodeLaunch(**x, num_split=num_split, out=out, **{**config, "schedule": schedule})
-        launch.launch()
+        the_plan = K.plan(**x, num_split=num_split, schedule=schedule)
+        the_plan.run(**x, out=out)
         torch.cuda.synchronize()
-        tilelang[schedule] = (_check(out, idx, ref, dtype), timing.median_ms(launch.launch))
-        del out, launch
+        ok = _check(out, idx, ref, dtype)
+        t = timing.measure(lambda: the_plan.run(**x, out=out))
+        tilelang[schedule] = (ok, t, _op_path(the_plan, x, out, num_split, schedule))
+        del out, the_plan
 
     peers = {}
+    ok_fi, fi_version = FI.available()
+    if ok_fi:
+        try:
+            fi = FI.FlashInferMLA(**x)
+            fi.run()
+            torch.cuda.synchronize()
+            fi_ok = _check(fi.out, idx, ref, dtype)
+            t, why = timing.measure_or_note(fi.run)
+            peers["flashinfer"] = ({"latency_ms": t.ms, "timing": t.as_dict()} if t else {"error": why})
+            peers["flashinfer"].update(correctness=fi_ok, version=fi_version, backend=FI.BACKEND,
+                                       note="FlashInfer BatchMLAPagedAttentionWrapper: plan once, run timed")
+            tb, _ = timing.measure_or_note(fi.run, regime="call")
+            if tb:
+                peers["flashinfer"]["back_to_back_ms"] = tb.ms
+            del fi
+        except Exception as exc:
+            peers["flashinfer"] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}", "version": fi_version}
+    else:
+        peers["flashinfer"] = {"error": fi_version}
+
     tri_split = KT.choose_num_split_triton(b, h_q, max_len)
     tout = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
     tri = KT.TritonMLADecodeLaunch(**x, num_split=tri_split, out=tout)
     tri.launch()
     torch.cuda.synchronize()
-    tri_ok = _check(tout, idx, ref, dtype)
-    tri_ms = timing.median_ms(tri.launch)
-    peers["triton"] = {"latency_ms": tri_ms, "num_split": tri_split, "correctness": tri_ok}
+    t, why = timing.measure_or_note(tri.launch)
+    peers["triton_tutorial"] = ({"latency_ms": t.ms, "timing": t.as_dict()} if t else {"error": why})
+    peers["triton_tutorial"].update(num_split=tri_split, correctness=_check(tout, idx, ref, dtype),
+                                    note="this tutorial's Triton kernel: a teaching contrast, not a peer")
 
     if torch_peer:
         try:
             pout = mla_decode_torch(**x)
             t_ok = _check(pout, idx, ref, dtype)
-            t_ms = timing.median_ms(lambda: mla_decode_torch(**x))
-            peers["torch"] = {"latency_ms": t_ms, "correctness": t_ok,
-                              "note": "eager torch: page gather + padded bmm + softmax, input dtype"}
+            t, why = timing.measure_or_note(lambda: mla_decode_torch(**x))
+            peers["torch"] = ({"latency_ms": t.ms, "timing": t.as_dict()} if t else {"error": why})
+            peers["torch"].update(correctness=t_ok, note="eager torch: page gather + padded bmm + softmax")
             del pout
         except torch.cuda.OutOfMemoryError:
-            peers["torch"] = {"latency_ms": None, "note": "out of memory at this size"}
+            peers["torch"] = {"error": "out of memory at this size"}
     else:
-        peers["torch"] = {"latency_ms": None, "note": "not measured at this size (time/memory)"}
+        peers["torch"] = {"error": "not measured at this size (time/memory)"}
 
     flops, nbytes = _flops(h_q, seqlens), _bytes(b, h_q, seqlens)
-    for name, p in peers.items():
+    for p in peers.values():
         if p.get("latency_ms"):
             p["tflops"] = flops / (p["latency_ms"] * 1e-3) / 1e12
             p["tbps"] = nbytes / (p["latency_ms"] * 1e-3) / 1e12
 
     if memory_bound:
-        metric, unit = "bandwidth", "TB/s"
+        metric, unit, key = "bandwidth", "TB/s", "tbps"
         ceiling = {"name": "device copy bandwidth (measured)", "value": ceilings.copy_gbps / 1e3, "unit": "TB/s"}
-        ref_val = peers["triton"].get("tbps")
     else:
-        metric, unit = "throughput", "TFLOP/s"
+        metric, unit, key = "throughput", "TFLOP/s", "tflops"
         ceiling = {"name": f"torch {dtype} matmul {ceilings.matmul_size}^3 (measured)",
                    "value": ceilings.matmul_tflops[dtype], "unit": "TFLOP/s"}
-        ref_val = peers["triton"].get("tflops")
-    reference = {"name": "triton (this tutorial)", "value": ref_val, "unit": unit} if ref_val else None
+    fi_val = peers["flashinfer"].get(key)
+    reference = ({"name": f"FlashInfer {peers['flashinfer'].get('version')} ({FI.BACKEND})", "value": fi_val,
+                  "unit": unit} if fi_val else None)
     recs = []
-    for schedule, (tl_ok, tl_ms) in tilelang.items():
-        value = (nbytes if memory_bound else flops) / (tl_ms * 1e-3) / 1e12
+    for schedule, (tl_ok, t, path) in tilelang.items():
+        value = (nbytes if memory_bound else flops) / (t.ms * 1e-3) / 1e12
         rec = results.make_record(
             suite=SUITE, kernel="mla_decode",
-            config={"num_split": num_split, "auto_split": auto, "schedule": schedule,
-                    "block_N": config.get("block_N", 64), "num_stages": config.get("num_stages", 2),
+            config={"num_split": num_split, "auto_split": auto, "schedule": schedule, "path": "plan.run",
                     "label": label, "softmax_scale": default_softmax_scale(), "arch": runtime.current_arch()},
             shape={"batch": b, "h_q": h_q, "kv_len": max_len, "mean_kv_len": sum(seqlens) / b,
                    "page_size": PAGE_SIZE},
-            dtype=dtype, metric=metric, value=value, unit=unit, latency_ms=tl_ms,
+            dtype=dtype, metric=metric, value=value, unit=unit, latency_ms=t.ms, timing=t,
             reference=reference, ceiling=ceiling, peers=peers, correctness=tl_ok,
             flops=flops, nbytes=nbytes,
         )
-        rec["tflops"] = flops / (tl_ms * 1e-3) / 1e12
-        rec["tbps"] = nbytes / (tl_ms * 1e-3) / 1e12
+        rec["call"] = "plan.run (the fast path of the public API)"
+        rec["op_path"] = path
+        rec["tflops"] = flops / (t.ms * 1e-3) / 1e12
+        rec["tbps"] = nbytes / (t.ms * 1e-3) / 1e12
         rec["ceilings"] = ceilings.as_dict()
         recs.append(rec)
     del x, ref, tout
     torch.cuda.empty_cache()
-    tp = peers["torch"].get("latency_ms")
-    tl_txt = " ".join(f"{s} {ms:8.3f} ms {flops / ms / 1e9:6.1f} TFLOP/s {nbytes / ms / 1e9:5.2f} TB/s "
-                      f"[{'ok' if ok['ok'] else 'FAIL'} {ok['rel_error']:.1e}] |" for s, (ok, ms) in tilelang.items())
-    print(f"{label:<18} b={b:<4} h={h_q:<4} kv={max_len:<6} {dtype:<8} split={num_split:<3} {tl_txt} "
-          f"triton {tri_ms:8.3f} ms [{'ok' if tri_ok['ok'] else 'FAIL'}] | "
-          f"torch {('%.3f ms' % tp) if tp else '-'}", flush=True)
+
+    def fmt(p):
+        return f"{p['latency_ms'] * 1e3:8.1f} us" if p.get("latency_ms") else "   -   "
+    tl_txt = " | ".join(
+        f"{s} {t.ms * 1e3:8.1f} us {flops / t.ms / 1e9:6.1f} TFLOP/s {nbytes / t.ms / 1e9:5.2f} TB/s "
+        f"[{'ok' if ok['ok'] else 'FAIL'} {ok['rel_error']:.1e}] b2b launch {fmt(path['prepared_launch'])} "
+        f"run {fmt(path['plan_run'])} simple {fmt(path['simple_call'])} graph {fmt(path['graph_replay'])}"
+        for s, (ok, t, path) in tilelang.items())
+    print(f"{label:<18} b={b:<4} h={h_q:<4} kv={max_len:<6} {dtype:<8} split={num_split:<3} {tl_txt} || "
+          + " ".join(f"{n} {fmt(p)}" + (f" ({p['error'][:60]})" if p.get("error") else "")
+                     for n, p in peers.items()), flush=True)
     return recs
 
 
@@ -256,51 +333,3 @@ GOALS = (
     {"name": "h_q 16 (TP8), b 128, kv 8192-32768", "min": 3.0, "unit": "TB/s",
      "where": {"config.label": "h16 (TP8)"}},
 )
-
-
-def sweep(b: int = 64, h_q: int = 128, kv: int = 8192, dtype: str = "float16", configs=None):
-    """Print latency / TFLOP/s / correctness for tile configurations at one shape (not recorded)."""
-    import torch
-
-    runtime.require_gpu("mla sweep")
-    if configs is None:
-        configs = [
-            {},                                              # the default (sm_90a: "ws")
-            {"schedule": "auto"},                            # the TileLang-derived schedule
-            {"defer_sum": False},                            # reduce_sum every step
-            {"reduce_batch": 1},                             # one AllReduce per row
-            {"defer_sum": False, "reduce_batch": 1},         # ~ TileLang's example
-            {"num_stages": 1},
-            {"block_N": 32, "num_stages": 2},
-            {"block_N": 32, "num_stages": 3},
-            {"block_N": 32, "num_stages": 4},
-            # the default on sm_90a waits once per block for both parts of Q K^T; this waits twice
-            {"qk_wait": "each"},
-        ]
-    seqlens = [kv] * b
-    ns = K.choose_num_split(b, h_q, kv, sm_count=K.sm_count())
-    t = time.time()
-    try:   # compile all configurations at once; a failing one is reported below
-        K.prebuild([dict(h_q=h_q, dtype=dtype, split=ns > 1, **c) for c in configs])
-    except Exception as e:
-        print(f"(prebuild: {type(e).__name__}: {str(e)[:120]})")
-    print(f"compiled {len(configs)} configurations in {time.time() - t:.0f} s", flush=True)
-    x = _inputs(b, h_q, seqlens, dtype, seed=7)
-    idx, ref = _reference(x)
-    flops = _flops(h_q, seqlens)
-    print(f"sweep b={b} h={h_q} kv={kv} {dtype} num_split={ns}")
-    for cfg in configs:
-        t = time.time()
-        try:
-            out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
-            launch = K.MLADecodeLaunch(**x, num_split=ns, out=out, **cfg)
-            compile_s = time.time() - t
-            launch.launch()
-            torch.cuda.synchronize()
-            ok = _check(out, idx, ref, dtype)
-            ms = timing.median_ms(launch.launch)
-            print(f"  {str(cfg):<45} {ms:8.3f} ms {flops / ms / 1e9:7.1f} TFLOP/s "
-                  f"{'ok' if ok['ok'] else 'FAIL'} rel {ok['rel_error']:.1e} (compile {compile_s:.0f} s)",
-                  flush=True)
-        except Exception as e:  # keep sweeping; a config may not fit
-            print(f"  {str(cfg):<45} failed: {type(e).__name__}: {str(e)[:200]}", flush=True)

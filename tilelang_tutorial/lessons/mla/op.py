@@ -226,6 +226,7 @@ class MLADecodePlan:
         self.lse = torch.empty(batch, h_q, ns, dtype=torch.float32, device=self.device)
         self.o_partial = torch.empty(batch, h_q, ns, DIM_NOPE, dtype=torch.float32, device=self.device)
         self.out = torch.empty(batch, h_q, DIM_NOPE, dtype=dtype, device=self.device)
+        self._launch = runtime.launcher(self.kernel)   # GPU launch, or the emulator: decided once
 
     def _check(self, q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, out):
         s = self.shape
@@ -250,8 +251,8 @@ class MLADecodePlan:
         buffer unless ``out`` is given, so a later run overwrites it)."""
         self._check(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, out)
         out = self.out if out is None else out
-        runtime.run(self.kernel, q_nope, q_pe, kv_cache.view(-1, DIM_NOPE), pe_cache.view(-1, DIM_PE),
-                    block_table, cache_seqlens, self.lse, self.o_partial, out)
+        self._launch(q_nope, q_pe, kv_cache.view(-1, DIM_NOPE), pe_cache.view(-1, DIM_PE),
+                     block_table, cache_seqlens, self.lse, self.o_partial, out)
         return out
 
 

@@ -297,39 +297,6 @@ def test_hand_written_schedule_validation():
             op.build_mla_decode(128, schedule=schedule, block_N=32, arch="sm_90a")
 
 
-#: The two Q K^T wait schedules (``build_mla_decode(qk_wait=...)``);
-#: ``benchmarks.mla.sweep`` measures them. Each must compile for sm_90a and stay correct.
-VARIANTS = [
-    dict(qk_wait="each"),     # the sm_90a default is "single"; "each" is the other schedule
-    dict(qk_wait="single"),
-]
-VARIANT_IDS = ["qk_wait-each", "qk_wait-single"]
-
-
-@pytest.fixture(scope="module")
-def variant_sources():
-    with runtime.arch_override("sm_90a"):
-        kernels = op.prebuild([dict(h_q=128, dtype="float16", split=False, **v) for v in VARIANTS])
-    return [k.get_kernel_source() for k in kernels]
-
-
-@pytest.mark.parametrize("i", range(len(VARIANTS)), ids=VARIANT_IDS)
-def test_variant_compiles_for_sm90a(variant_sources, i):
-    src, v = variant_sources[i], VARIANTS[i]
-    assert "__launch_bounds__(384, 1)" in src and "tma_load(KV_desc" in src
-    loop = src[src.index("warpgroup_reg_alloc"):]
-    # "single": one wait per KV block covers both parts of Q K^T; "each": one after each part
-    first_pv = loop.index("64, 256, 16")
-    assert loop[:first_pv].count("warpgroup_wait<0>") == (1 if v["qk_wait"] == "single" else 2)
-
-
-def test_variant_validation():
-    with pytest.raises(ValueError, match="qk_wait"):
-        auto.mla_decode_program(128, qk_wait="never")
-    with pytest.raises(op.UnsupportedArchError, match="sm_90a"):
-        op.build_mla_decode(128, qk_wait="single", arch="sm_80")
-
-
 def test_triton_peer_compiles_for_sm90_without_gpu():
     triton = pytest.importorskip("triton")
     from triton.backends.compiler import GPUTarget
@@ -417,23 +384,65 @@ def test_gpu_triton_peer(dtype, h, lens, num_split):
                         what=f"triton h={h} {dtype} lens={lens}")
 
 
-VARIANT_CASES = [
-    # (h, lengths, num_split): varlen with odd block counts,
-    # no split, and a split whose shares are odd / empty
-    (128, [1, 63, 65, 64, 130, 1000, 4097], 1),
-    (128, [1, 63, 65, 200, 5000], 7),
-    (16, [20000, 333, 4097], None),
-]
+# ------------------------------------------------------------------------------------------------
+# plan / run: the fast path (GPU or emulator, whichever this machine runs)
+# ------------------------------------------------------------------------------------------------
+PLAN_LENS = [70, 130]
+
+
+@pytest.fixture(scope="module")
+def planned():
+    """A plan for notebook 04's configuration (h 128, fp16, split, auto: the compile is shared
+    with the notebook) and inputs it was made for."""
+    device = runtime.mode().device
+    x = reference.make_paged_inputs(len(PLAN_LENS), 128, PLAN_LENS, device=device, seed=21)
+    return op.plan(**x, num_split=2, schedule="auto"), x
+
+
+def test_planned_run_equals_the_simple_call_and_the_reference(planned):
+    the_plan, x = planned
+    out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, x["q_nope"].device)
+    the_plan.run(**x, out=out)
+    simple = op.mla_decode(**x, num_split=2, schedule="auto")
+    assert torch.equal(out, simple), "plan.run and mla_decode run the same kernel on the same inputs"
+    checks.assert_close(out, reference.mla_decode_reference(**x), tolerance=checks.TOLERANCE["float16"])
+
+
+@pytest.mark.parametrize("change,err,msg", [
+    (lambda x: x.update(q_nope=x["q_nope"][:1], q_pe=x["q_pe"][:1]), ValueError, "make a new plan"),
+    (lambda x: x.update(block_table=torch.cat([x["block_table"]] * 2, dim=1)), ValueError, "block_table"),
+    (lambda x: x.update(kv_cache=x["kv_cache"].to(torch.bfloat16)), TypeError, "float16"),
+    (lambda x: x.update(cache_seqlens=x["cache_seqlens"].to("meta")), ValueError, "tensors on"),
+])
+def test_a_plan_rejects_inputs_it_was_not_made_for(planned, change, err, msg):
+    the_plan, x = planned
+    x = dict(x)
+    change(x)
+    with pytest.raises(err, match=msg):
+        the_plan.run(**x)
 
 
 @requires_gpu
-@pytest.mark.parametrize("variant", VARIANTS, ids=VARIANT_IDS)
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("h,lens,num_split", VARIANT_CASES)
-def test_gpu_variant_matches_reference(variant, dtype, h, lens, num_split):
-    x = reference.make_paged_inputs(len(lens), h, lens, dtype=getattr(torch, dtype), device="cuda",
-                            seed=h + len(lens) + 1)
-    out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
-    op.mla_decode(**x, num_split=num_split, out=out, **variant)
-    checks.assert_close(out, reference.mla_decode_reference(**x), tolerance=checks.TOLERANCE[dtype],
-                        what=f"mla_decode {variant} h={h} {dtype} lens={lens} split={num_split}")
+def test_gpu_planned_run_does_not_sync_and_replays_in_a_cuda_graph(planned):
+    the_plan, x = planned
+    the_plan.run(**x)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")          # any host sync inside run() raises
+    try:
+        the_plan.run(**x)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(stream), torch.cuda.graph(graph):
+        captured = the_plan.run(**x)
+    torch.cuda.current_stream().wait_stream(stream)
+    fresh = reference.make_paged_inputs(len(PLAN_LENS), 128, PLAN_LENS, device="cuda", seed=22)
+    for name in ("q_nope", "q_pe", "kv_cache", "pe_cache"):
+        x[name].copy_(fresh[name])                   # new values in the captured buffers
+    captured.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    checks.assert_close(captured, reference.mla_decode_reference(**x), tolerance=checks.TOLERANCE["float16"],
+                        what="CUDA-graph replay of plan.run with new inputs")

@@ -56,21 +56,26 @@ def _measure(kv_len: int, num_split: int, schedule: str, seed: int) -> dict:
     x = mla._inputs(1, H_Q, [kv_len], "float16", seed)
     idx, ref = mla._reference(x)
     out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
-    launch = K.MLADecodeLaunch(**x, num_split=num_split, out=out, schedule=schedule)
-    launch.launch()
+    the_plan = K.plan(**x, num_split=num_split, schedule=schedule)
+
+    def call():
+        the_plan.run(**x, out=out)
+
+    call()
     torch.cuda.synchronize()
     ok = mla._check(out, idx, ref, "float16")
-    event_ms = timing.median_ms(launch.launch)
-    tl = _timeline_us(timing.kernel_timeline(launch.launch), 2 if num_split > 1 else 1)
+    t = timing.measure(call)
+    event_ms = t.ms
+    tl = _timeline_us(timing.kernel_timeline(call), 2 if num_split > 1 else 1)
     flops = mla._flops(H_Q, [kv_len])
     rec = results.make_record(
         suite=SUITE, kernel="mla_decode",
-        config={"num_split": num_split, "schedule": schedule, "label": "b1 timeline",
+        config={"num_split": num_split, "schedule": schedule, "label": "b1 timeline", "path": "plan.run",
                 "softmax_scale": default_softmax_scale(), "arch": runtime.current_arch()},
         shape={"batch": 1, "h_q": H_Q, "kv_len": kv_len, "page_size": PAGE_SIZE,
                "blocks_per_cta": blocks_per_cta(kv_len, num_split),
                "ctas": math.ceil(H_Q / BLOCK_H) * num_split},
-        dtype="float16", metric="latency", value=event_ms * 1e3, unit="us", latency_ms=event_ms,
+        dtype="float16", metric="latency", value=event_ms * 1e3, unit="us", latency_ms=event_ms, timing=t,
         flops=flops, nbytes=mla._bytes(1, H_Q, [kv_len]), correctness=ok)
     rec["timeline_us"] = tl
     rec["tflops"] = flops / (event_ms * 1e-3) / 1e12

@@ -110,7 +110,7 @@ def _check(factory, dtype, arch) -> ExerciseResult:
         return res.failed(
             f"at C = {C} the generated CUDA does not access {', '.join(missing)} with 16-byte vectors (uint4): "
             f"layout inference probably gave each thread a whole row. Annotate every (block_m, C) fragment "
-            f"with rmsnorm_silu.row_group_layout(...) as the kernel does.")
+            f"with row_group_layout(...) (the lesson's kernel module) as the kernel does.")
     else:
         res.passed(f"X and R are loaded and Y stored with 16-byte vectors at C = {C}")
 

@@ -82,6 +82,7 @@ def default_config(C: int, dtype: str = "float16") -> RMSNormSiLUConfig:
 
 
 def check_channel_width(C: int) -> None:
+    """Raise ValueError unless C is a positive multiple of CHANNEL_MULTIPLE."""
     if not isinstance(C, int) or C <= 0 or C % CHANNEL_MULTIPLE != 0:
         raise ValueError(
             f"rmsnorm_silu supports channel widths that are a positive multiple of {CHANNEL_MULTIPLE}; "
@@ -173,21 +174,21 @@ def naive_rmsnorm_silu_program(C: int, dtype: str = "float16", block_m: int = 8,
         eps: T.float32,
     ):
         with T.Kernel(T.ceildiv(m, block_m), threads=threads) as bx:
-            xs = T.alloc_shared((block_m, C), dtype)
-            x = T.alloc_fragment((block_m, C), accum)
-            sq = T.alloc_fragment((block_m, C), accum)
-            rstd = T.alloc_fragment((block_m,), accum)
+            xs = T.alloc_shared((block_m, C), dtype)       # the block's rows, staged in shared memory
+            x = T.alloc_fragment((block_m, C), accum)      # the same rows in registers, in fp32;
+            sq = T.alloc_fragment((block_m, C), accum)     # which thread holds which element of these
+            rstd = T.alloc_fragment((block_m,), accum)     # fragments is left to layout inference
             y = T.alloc_fragment((block_m, C), dtype)
-            T.copy(X[bx * block_m, 0], xs)
+            T.copy(X[bx * block_m, 0], xs)                 # rows >= m read as 0 (ragged M)
             T.copy(xs, x)
             for i, j in T.Parallel(block_m, C):
                 sq[i, j] = x[i, j] * x[i, j]
-            T.reduce_sum(sq, rstd, dim=1)
+            T.reduce_sum(sq, rstd, dim=1)                  # the sum of squares of each row
             for i in T.Parallel(block_m):
                 rstd[i] = T.rsqrt(rstd[i] * inv_c + eps)
             for i, j in T.Parallel(block_m, C):
                 v = x[i, j] * rstd[i] * T.Cast(accum, Gamma[j])
-                y[i, j] = T.Cast(dtype, v / (1.0 + T.exp(-v)))
+                y[i, j] = T.Cast(dtype, v / (1.0 + T.exp(-v)))   # silu(v) = v / (1 + e^-v)
             T.copy(y, Y[bx * block_m, 0])
 
     return main

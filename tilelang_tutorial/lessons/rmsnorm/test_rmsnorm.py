@@ -1,10 +1,14 @@
-"""RMSNorm + SiLU (notebook 05): kernel, pre-existing Triton path, dispatch, VAE block, exercise.
+"""RMSNorm + SiLU (notebook 05): kernel, two-pass design, pre-existing Triton path, dispatch, VAE
+block, backends, exercise.
 
 CPU: generated code of the compiled kernels (shared with the compile-matrix test through the
 lru-cached builders), the layout, the dispatch routing, every error a caller can get without a GPU,
-the Triton kernel under Triton's CPU interpreter and compiled ahead of time for sm_90, the VAE
-block with the eager norm, the exercise checker. GPU (skipped without one): every width, both
-dtypes, ragged M, with and without out=, poisoned outputs, against the fp32 reference.
+the op and the dispatch in the tile emulator, the two-pass kernel in the emulator and what it
+compiles to (TMA, warp specialization), TileLang splitting wide tiles into TMA boxes, what each
+target does with the kernel, the Triton kernel under Triton's CPU interpreter and compiled ahead of
+time for sm_90, the VAE block with the eager norm (and the drop-in in the emulator). GPU (skipped
+without one): every width, both dtypes, ragged M, with and without out=, poisoned outputs, against
+the fp32 reference; the two-pass kernel likewise.
 """
 import os
 import re
@@ -16,8 +20,10 @@ import pytest
 import torch
 
 import tilelang.language as T
-from tilelang_tutorial import checks, runtime
+from tilelang_tutorial import checks, emulate, runtime
+from tilelang_tutorial.inspector import kernel_source, launch_facts
 from tilelang_tutorial.lessons.rmsnorm import kernel as rs
+from tilelang_tutorial.lessons.rmsnorm import two_pass
 from tilelang_tutorial.lessons.rmsnorm.kernel import LOG2_E, default_config, row_group_layout
 from tilelang_tutorial.lessons.rmsnorm import dispatch as nd
 
@@ -103,6 +109,148 @@ def test_bfloat16_kernel_compiles_with_vectors():
 
 
 # ---------------------------------------------------------------------------------------------
+# CPU: the kernels in the emulator; the two-pass design and what it compiles to
+# ---------------------------------------------------------------------------------------------
+
+def _emulated(program, C, dtype, rows=333):
+    tdt = getattr(torch, dtype)
+    x = checks.random_tensor((rows, C), tdt, "cpu")
+    gamma = checks.random_tensor((C,), tdt, "cpu")
+    y = checks.poisoned((rows, C), tdt, "cpu")
+    emulate.run(program, x, gamma, y, 1e-5)
+    return checks.assert_close(y, rs.rmsnorm_silu_reference(x, gamma, 1e-5), tolerance=checks.TOLERANCE[dtype],
+                               what=f"C={C} {dtype}")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("C", [96, 160, 640])
+def test_kernels_match_the_reference_in_the_emulator(C, dtype):
+    _emulated(rs.rmsnorm_silu_program(C, dtype), C, dtype)
+    _emulated(two_pass.two_pass_rmsnorm_silu_program(C, dtype), C, dtype)
+    if dtype == "float16":
+        _emulated(rs.naive_rmsnorm_silu_program(C, dtype), C, dtype)
+
+
+def test_two_pass_chunk_width_is_the_largest_of_128_64_32_dividing_c():
+    assert [two_pass.two_pass_block_C(C) for C in (96, 160, 192, 256, 320, 640, 1024)] == [32, 32, 64, 128, 64, 128, 128]
+    with pytest.raises(ValueError, match="must divide"):
+        two_pass.two_pass_rmsnorm_silu_program(96, block_C=64)
+    with pytest.raises(ValueError, match="multiple of 32"):
+        two_pass.two_pass_rmsnorm_silu_program(100)
+
+
+def test_two_pass_kernel_compiles_to_a_tma_pipeline_then_a_cp_async_pipeline():
+    """What notebook 05 reads from the two-pass kernel's CUDA at C = 640 (sm_90a)."""
+    kernel = runtime.compile_kernel(two_pass.two_pass_rmsnorm_silu_program(640), arch="sm_90a")
+    src = kernel_source(kernel)
+    facts = launch_facts(kernel)
+    assert facts["threads_written"][0] == 128 and facts["launch_bounds"][0] == 256, facts   # a producer warpgroup
+    assert re.search(r"tl::tma_load\(X_desc, mbarrier\[\(k & 1\)\], .*\(k \* 128\), \(\(\(int\)blockIdx\.x\) \* 16\)\);", src)
+    assert "cp_async_gs" in src, "the second pass re-reads X with cp.async"
+    assert facts["dynamic_shared_bytes"] == ["16384"], facts
+
+
+def test_two_pass_with_one_640_wide_chunk_fails_layout_inference():
+    """Notebook 05: the (16, 640) fragment, not the TMA box limit, stops block_C = 640."""
+    with pytest.raises(Exception, match="no available layout found"):
+        runtime.compile_kernel(two_pass.two_pass_rmsnorm_silu_program(640, block_C=640), arch="sm_90a")
+
+
+def test_one_shared_buffer_in_two_pipelined_loops_fails_layout_inference():
+    """Why two_pass.py stages each pass into its own buffer (a comment in the kernel says so)."""
+    C, block_m, block_C = 640, 16, 128
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def main(X: T.Tensor((m, C), "float16"), Y: T.Tensor((m, C), "float16")):
+        with T.Kernel(T.ceildiv(m, block_m), threads=128) as bx:
+            chunk = T.alloc_shared((block_m, block_C), "float16")
+            frag = T.alloc_fragment((block_m, block_C), "float32")
+            total = T.alloc_fragment((block_m,), "float32")
+            T.clear(total)
+            for k in T.Pipelined(C // block_C, num_stages=2):
+                T.copy(X[bx * block_m, k * block_C], chunk)
+                T.copy(chunk, frag)
+                T.reduce_sum(frag, total, dim=1, clear=False)
+            for k in T.Pipelined(C // block_C, num_stages=2):
+                T.copy(X[bx * block_m, k * block_C], chunk)
+                for i, j in T.Parallel(block_m, block_C):
+                    frag[i, j] = chunk[i, j] * total[i]
+                T.copy(frag, Y[bx * block_m, k * block_C])
+
+    with pytest.raises(Exception, match="CanProveEqual"):
+        runtime.compile_kernel(main, arch="sm_90a")
+
+
+@pytest.mark.parametrize("C,boxes,box_columns", [(96, 3, 32), (640, 10, 64), (2048, 32, 64)])
+def test_tilelang_splits_a_wide_tile_into_tma_boxes(C, boxes, box_columns):
+    """Notebook 05: an (8, C) tile copied with TMA becomes C / 64 boxes of 8 x 64 (the box limit is
+    256 per dimension), so the limit does not force a chunk width on the kernel writer."""
+    from tilelang.cuda.language import copy as cuda_copy
+
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def stage_rows(X: T.Tensor((m, C), "float16"), Y: T.Tensor((m, C), "float16")):
+        with T.Kernel(T.ceildiv(m, 8), threads=128) as bx:
+            tile = T.alloc_shared((8, C), "float16")
+            cuda_copy(X[bx * 8, 0], tile, prefer_instruction="tma")
+            T.copy(tile, Y[bx * 8, 0])
+
+    src = kernel_source(runtime.compile_kernel(stage_rows, arch="sm_90a"))
+    loop = re.search(r"for \(int i = 0; i < (\d+); \+\+i\) \{\s*tl::tma_load", src)
+    assert loop and int(loop.group(1)) == boxes, src[:2000]
+    assert re.search(rf"tl::tma_load\(.*\(i \* {box_columns}\), \(\(\(int\)blockIdx\.x\) \* 8\)\);", src)
+    assert f"arrive_and_expect_tx({8 * C * 2})" in src
+    x = torch.randn(100, C).half()
+    y = torch.full_like(x, float("nan"))
+    emulate.run(stage_rows, x, y)
+    assert torch.equal(x, y)
+
+
+@pytest.mark.skipif(runtime.mode().can_run, reason="CPU tensors: the emulated mode only")
+def test_op_and_dispatch_run_in_the_emulator_on_cpu_tensors():
+    x = checks.random_tensor((2, 3, 5, 160), torch.float16, "cpu")
+    gamma = checks.random_tensor((160,), torch.float16, "cpu")
+    ref = rs.rmsnorm_silu_reference(x, gamma)
+    out = checks.poisoned(x.shape, torch.float16, "cpu")
+    assert rs.rmsnorm_silu(x, gamma, out=out) is out
+    checks.assert_close(out, ref, tolerance=checks.TOLERANCE["float16"])
+    checks.assert_close(nd.fused_rmsnorm_silu(x, gamma), ref, tolerance=checks.TOLERANCE["float16"])
+
+
+def test_what_each_target_does_with_the_kernel():
+    """Notebook 05's backends paragraph, as of TileLang 0.1.15."""
+    from tilelang_tutorial.lessons.rmsnorm import backends
+
+    kinds = backends.target_kinds()
+    assert kinds["cuda"] == ("cuda",) and kinds["rocm"] == ("hip",) and set(kinds["cpu"]) == {"c", "llvm"}
+    assert "metal" in kinds and "webgpu" in kinds and "ascend" in kinds and "cutedsl" in kinds
+    program = rs.rmsnorm_silu_program(96)
+    assert backends.try_target(program, {"kind": "cuda", "arch": "sm_90a"}).startswith("builds")
+    hip = backends.try_target(program, {"kind": "hip", "mcpu": "gfx942"})
+    assert hip.startswith("generates") and "hip source" in hip, hip
+    assert "reduce" in backends.try_target(program, "c")
+    assert "reduce" in backends.try_target(program, "metal")
+    assert "target.build.llvm" in backends.try_target(_scale_program(), "llvm")
+    assert backends.try_target(_scale_program(), "c").startswith("builds")
+    assert "VF block" in backends.try_target(program, "ascend")
+
+
+def _scale_program(N=1024, block=128):
+    @T.prim_func
+    def scale(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
+            tile = T.alloc_fragment((block,), "float32")
+            T.copy(X[bx * block], tile)
+            for i in T.Parallel(block):
+                tile[i] = tile[i] * 2.0
+            T.copy(tile, Y[bx * block])
+
+    return scale
+
+
+# ---------------------------------------------------------------------------------------------
 # CPU: dispatch and errors
 # ---------------------------------------------------------------------------------------------
 
@@ -151,7 +299,8 @@ BAD_INPUTS = {
                   ValueError, "out must have the shape of x"),
     "out dtype": (lambda: (_x(), torch.ones(128, dtype=torch.float16), torch.empty(2, 3, 5, 128, dtype=torch.bfloat16)),
                   TypeError, "out must have the dtype of x"),
-    "cpu tensors": (lambda: (_x(), torch.ones(128, dtype=torch.float16), None), ValueError, "must be on a CUDA device"),
+    "wrong device": (lambda: (_x().to("meta"), torch.ones(128, dtype=torch.float16, device="meta"), None), ValueError,
+                     "must be on a (cpu|cuda) device"),
 }
 
 
@@ -272,12 +421,16 @@ def test_vae_block_runs_eagerly_on_cpu(conv):
     torch.testing.assert_close(y, x + h, rtol=1e-4, atol=1e-4)
 
 
-def test_vae_block_fused_norm_on_cpu_is_a_clear_error():
+@pytest.mark.skipif(runtime.mode().can_run, reason="CPU tensors: the emulated mode only")
+def test_vae_block_fused_norm_on_cpu_runs_tilelang_in_the_emulator_and_triton_needs_a_gpu():
     from tilelang_tutorial.lessons.rmsnorm import vae_block as vb
 
     block, x = vb.make_block_and_input(160, (1, 1, 4, 4, 160), dtype=torch.float16, device="cpu")
-    with pytest.raises(ValueError, match="CUDA device"):
-        block(x, norm="fused")
+    h = vb.fused_norm_silu(x, block.gamma1)                       # the TileLang path, in the emulator
+    checks.assert_close(h, rs.rmsnorm_silu_reference(x, block.gamma1), tolerance=checks.TOLERANCE["float16"])
+    block96, x96 = vb.make_block_and_input(96, (1, 1, 4, 4, 96), dtype=torch.float16, device="cpu")
+    with pytest.raises(ValueError, match="CUDA device"):          # the Triton path needs a GPU
+        block96(x96, norm="fused")
     with pytest.raises(ValueError, match="norm must be one of"):
         block(x, norm="nope")
 
@@ -303,6 +456,20 @@ def test_benchmark_grid_is_valid():
         for cfg in cfgs:
             assert (C // 8) % cfg.group == 0 and cfg.threads % cfg.group == 0
     assert bench.traffic_bytes(10, 96) == 2 * 10 * 96 * 2 + 96 * 2
+    assert (640, "float16", "two_pass") in bench.run_jobs()
+
+
+def test_a_two_pass_record_rebuilds_what_it_measured():
+    """The lesson's measured() for the records bench._two_pass_records makes (fingerprints)."""
+    from tilelang_tutorial import results
+    from tilelang_tutorial.lessons import rmsnorm
+
+    record = {"suite": "rmsnorm", "kernel": "rmsnorm_silu_two_pass", "dtype": "float16",
+              "config": {"C": 640, "block_m": 16, "block_C": 128, "threads": 128, "regime": "bandwidth", "variant": "two-pass"},
+              "shape": {"name": "M=2^20", "leading": [1 << 20], "M": 1 << 20, "C": 640}}
+    things = rmsnorm.measured(record)
+    assert [results.describe_measured(t) for t in things] == ["TileLang program main"] * 2
+    assert things[0].script() == two_pass.two_pass_rmsnorm_silu_program(640).script()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -391,3 +558,19 @@ def test_vae_block_drop_in_matches_eager_on_gpu(compiled_all, C, conv):
     y_eager = block(x, norm="eager")
     y_fused = block(x, norm="fused")
     checks.assert_close(y_fused, y_eager.float(), tolerance=checks.TOLERANCE["float16"], what=f"VAE block C={C}")
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("C", [96, 160, 640, 1024])
+def test_two_pass_kernel_matches_reference_on_gpu(C, dtype):
+    kernel = runtime.compile_kernel(two_pass.two_pass_rmsnorm_silu_program(C, dtype))
+    tdt = getattr(torch, dtype)
+    for rows in (4097, 1):
+        x = checks.random_tensor((rows, C), tdt, "cuda")
+        gamma = checks.random_tensor((C,), tdt, "cuda")
+        y = checks.poisoned((rows, C), tdt, "cuda")
+        kernel(x, gamma, y, 1e-5)
+        torch.cuda.synchronize()
+        checks.assert_close(y, rs.rmsnorm_silu_reference(x, gamma), tolerance=checks.TOLERANCE[dtype],
+                            what=f"two-pass C={C} {dtype} rows={rows}")

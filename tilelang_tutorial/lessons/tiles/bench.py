@@ -9,16 +9,21 @@ COMMAND = "python -m tilelang_tutorial bench tile"
 SHAPES = [(8192, 8192), (16384, 8192), (4096, 4096)]
 
 
-def _record(kernel, shape, dtype, ms, nbytes, ref_name, ref_ms, ceil, cmp, config):
-    gbps = nbytes / (ms * 1e-3) / 1e9
-    return results.make_record(
+def _record(kernel, shape, dtype, t, launch, nbytes, ref_name, ref_t, ceil, cmp, config):
+    """``t``: the op as a user calls it; ``launch``: the compiled kernel called directly."""
+    gbps = nbytes / (t.ms * 1e-3) / 1e9
+    rec = results.make_record(
         suite="tile", kernel=kernel, config=config,
         shape={"M": shape[0], "N": shape[1]}, dtype=dtype, metric="effective bandwidth",
-        value=gbps, unit="GB/s", latency_ms=ms, nbytes=nbytes,
-        reference={"name": ref_name, "value": nbytes / (ref_ms * 1e-3) / 1e9, "unit": "GB/s", "latency_ms": ref_ms},
+        value=gbps, unit="GB/s", latency_ms=t.ms, timing=t, nbytes=nbytes,
+        reference={"name": ref_name, "value": nbytes / (ref_t.ms * 1e-3) / 1e9, "unit": "GB/s",
+                   "latency_ms": ref_t.ms},
         ceiling={"name": "device-to-device copy (torch)", "value": ceil.copy_gbps, "unit": "GB/s"},
         correctness={"rel_error": cmp.rel_error, "unwritten": cmp.unwritten, "ok": cmp.ok},
     )
+    rec["call"] = f"tilelang_tutorial.lessons.tiles.{kernel}(...) (the op)"
+    rec["prepared_launch_ms"] = launch.ms
+    return rec
 
 
 def default_config(factory) -> dict:
@@ -45,11 +50,12 @@ def run(quick: bool = False) -> results.Run:
             y = checks.poisoned((M, N), tdt, "cuda")
             scale_copy_mod.scale_copy(x, 0.5, out=y)
             cmp = checks.compare(y, scale_copy_mod.scale_copy_reference(x, 0.5), tolerance=checks.TOLERANCE[dtype])
-            k = scale_copy_mod.build_scale_copy(N, dtype=dtype)  # time the launch itself, not the wrapper
-            ms = timing.median_ms(lambda: k(x, y, 0.5))
-            ref_ms = timing.median_ms(lambda: torch.mul(x, 0.5, out=y))
+            k = scale_copy_mod.build_scale_copy(N, dtype=dtype)
+            t = timing.measure(lambda: scale_copy_mod.scale_copy(x, 0.5, out=y))
+            launch = timing.measure(lambda: k(x, y, 0.5))
+            ref_t = timing.measure(lambda: torch.mul(x, 0.5, out=y))
             nbytes = 2 * x.numel() * x.element_size()
-            rec = _record("scale_copy", (M, N), dtype, ms, nbytes, "torch.mul(x, alpha)", ref_ms, ceil, cmp,
+            rec = _record("scale_copy", (M, N), dtype, t, launch, nbytes, "torch.mul(x, alpha)", ref_t, ceil, cmp,
                           default_config(scale_copy_mod.scale_copy_program))
             out.append(rec)
             print(f"scale_copy {M}x{N} {dtype}: {rec['value']:.0f} GB/s ({rec['ratio_to_ceiling']:.2f} of copy), "
@@ -59,10 +65,11 @@ def run(quick: bool = False) -> results.Run:
             row_sum_mod.row_sum(x, out=s)
             cmp = checks.compare(s, row_sum_mod.row_sum_reference(x), tolerance=1e-5)
             k = row_sum_mod.build_row_sum(N, dtype=dtype)
-            ms = timing.median_ms(lambda: k(x, s))
-            ref_ms = timing.median_ms(lambda: x.sum(dim=1, dtype=torch.float32))
+            t = timing.measure(lambda: row_sum_mod.row_sum(x, out=s))
+            launch = timing.measure(lambda: k(x, s))
+            ref_t = timing.measure(lambda: x.sum(dim=1, dtype=torch.float32))
             nbytes = x.numel() * x.element_size() + M * 4
-            rec = _record("row_sum", (M, N), dtype, ms, nbytes, "torch x.sum(1, dtype=float32)", ref_ms, ceil, cmp,
+            rec = _record("row_sum", (M, N), dtype, t, launch, nbytes, "torch x.sum(1, dtype=float32)", ref_t, ceil, cmp,
                           default_config(row_sum_mod.row_sum_program))
             out.append(rec)
             print(f"row_sum    {M}x{N} {dtype}: {rec['value']:.0f} GB/s ({rec['ratio_to_ceiling']:.2f} of copy), "
