@@ -325,12 +325,48 @@ def probe_program(block: int = 256):
     return add_one
 
 
+def _run_build(target: str, job):
+    import importlib
+
+    module, _, name = target.partition(":")
+    getattr(importlib.import_module(module), name)(job)
+
+
+def precompile(jobs, target: str, *, workers: int | None = None) -> dict:
+    """Compile many kernels in worker *processes*: ``{job: None or the exception it raised}``.
+
+    ``target`` is ``"package.module:function"``; each worker imports it and calls it with a job.
+    The compiled kernels land in TileLang's disk cache (``TILELANG_CACHE_DIR``), so building the
+    same kernel afterwards in this process loads it instead of compiling. Processes, not threads:
+    TileLang's lowering holds the GIL (measured: 2 threads compile 8 kernels no faster than 1).
+    """
+    import concurrent.futures
+    import multiprocessing
+
+    jobs = list(dict.fromkeys(jobs))
+    if not jobs:
+        return {}
+    workers = workers or max(1, min(len(jobs), os.cpu_count() or 1))
+    out = {}
+    ctx = multiprocessing.get_context("spawn")       # never fork a process that may hold CUDA
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+        futures = {pool.submit(_run_build, target, job): job for job in jobs}
+        for fut in concurrent.futures.as_completed(futures):
+            try:
+                fut.result()
+                out[futures[fut]] = None
+            except Exception as exc:
+                out[futures[fut]] = exc
+    return out
+
+
 def compile_parallel(jobs, build, *, workers: int | None = None, verbose: bool = True,
                      describe=str) -> dict:
     """Compile many kernels at once: ``{job: build(job) or the exception it raised}``.
 
-    Threads are enough: TileLang's lowering releases the GIL and nvcc runs as a subprocess. A job
-    whose build fails (a configuration the compiler rejects) is reported and kept as its exception.
+    Threads overlap nvcc (a subprocess) but not TileLang's lowering, which holds the GIL: for many
+    small kernels use :func:`precompile` first. A job whose build fails (a configuration the
+    compiler rejects) is reported and kept as its exception.
     """
     import concurrent.futures
     import time

@@ -16,7 +16,7 @@ from tilelang_tutorial.lessons.mla import emulation as E
 from tilelang_tutorial.lessons.mla import auto, common, op, reference
 
 GPU = runtime.gpu_available()
-requires_gpu = pytest.mark.skipif(not GPU, reason="needs a CUDA GPU")
+requires_gpu = pytest.mark.gpu   # conftest skips it without a GPU; `pytest -m gpu` selects it
 
 #: The configuration the notebook compiles on CPU (same key -> TileLang's disk cache is shared).
 DEMO = dict(h_q=128, dtype="float16", split=True, schedule="auto")   # notebook 04's tour

@@ -9,7 +9,8 @@ exercises :mod:`.exercises`, benchmark suite ``rmsnorm`` (:mod:`.bench`).
 from ... import results
 
 NOTEBOOK = "05_rmsnorm_silu.ipynb"
-SUITES = {"rmsnorm": "bench:run"}
+#: rmsnorm_widths first: it writes the width table that rmsnorm's op (and records) use
+SUITES = {"rmsnorm_widths": "bench:run_widths", "rmsnorm": "bench:run"}
 
 
 def measured(record):
@@ -19,13 +20,18 @@ def measured(record):
 
     c, dtype = record["config"], record["dtype"]
     C = record["shape"]["C"]
+    def config(d):
+        return kernel.RMSNormSiLUConfig(**{k: v for k, v in d.items() if k in ("group", "threads", "rows_per_thread")})
+
+    if record["suite"] == "rmsnorm_widths":
+        return [kernel.rmsnorm_silu_program(C, dtype, config(c))]
+    reference = [kernel.rmsnorm_silu_program(C, dtype, config(c["reference_config"]))] if "reference_config" in c else []
     if record["kernel"] == "rmsnorm_silu_naive":
-        return [kernel.naive_rmsnorm_silu_program(C, dtype, c["block_m"], c["threads"])]
+        return [kernel.naive_rmsnorm_silu_program(C, dtype, c["block_m"], c["threads"])] + reference
     if record["kernel"] == "rmsnorm_silu_two_pass":
         return [two_pass.two_pass_rmsnorm_silu_program(C, dtype, block_m=c["block_m"], block_C=c["block_C"],
-                                                       threads=c["threads"]),
-                kernel.rmsnorm_silu_program(C, dtype)]
-    cfg = kernel.RMSNormSiLUConfig(**{k: v for k, v in c["kernel_config"].items() if k not in ("block_m", "fast_math")})
+                                                       threads=c["threads"])] + reference
+    cfg = config(c["kernel_config"])
     program = kernel.rmsnorm_silu_program(C, dtype, cfg)
     if record["kernel"] == "vae_block_e2e":
         return ([program] if c["dispatch_path"] == "tilelang" else []) + [vae_block.VAEResBlock, vae_block.fused_norm_silu, vae_block.eager_norm_silu,
@@ -34,6 +40,7 @@ def measured(record):
 
 
 results.register_suite("rmsnorm", measured)
+results.register_suite("rmsnorm_widths", measured)
 
 
 def compile_cases():
@@ -56,7 +63,8 @@ def exercise_cases():
 
     return [
         Exercise("05 config", ex.check_rmsnorm_config, config.CONFIG_640, starter=None,
-                 wrong_answers=(WrongAnswer("a warp per row", wrong.rmsnorm_config_warp_per_row(), "divisor of 80"),)),
+                 wrong_answers=(WrongAnswer("five lanes per row", wrong.rmsnorm_config_five_lanes(), "power of two"),
+                                WrongAnswer("one lane per row", wrong.rmsnorm_config_one_lane_per_row(), "spilled"))),
         Exercise("05 residual", ex.check_residual_rmsnorm_silu, residual.residual_rmsnorm_silu_solution,
                  starter=todo,
                  wrong_answers=(

@@ -4,8 +4,8 @@ the one-pass kernel against the two-pass shared-memory design.
     python -m tilelang_tutorial bench rmsnorm            # run() and record in results/rmsnorm.json
     python -m tilelang_tutorial bench rmsnorm --quick    # a few widths (see ``run``)
 
-Everything is measured in one process, on fresh random inputs, medians of ``timing.median_ms``
-(L2 flushed between repetitions):
+Everything is measured in one process, on fresh random inputs, each figure timed two ways and
+kept only when they agree (``timing.measure``):
 
 * the TileLang kernel (through the op ``rmsnorm_silu``, i.e. with its Python wrapper) at every
   C in ``WIDTHS``, M = 2^20 rows and a production-like BTHWC activation (``PROD_LEADING``), fp16
@@ -32,9 +32,14 @@ from . import two_pass
 
 COMMAND = "python -m tilelang_tutorial bench rmsnorm"
 SUITE = "rmsnorm"
-WIDTHS = (96, 128, 160, 192, 256, 320, 384, 512, 640, 768, 1024)
+#: every multiple of 32 up to 1024, then the widths of large models
+WIDTHS = tuple(range(32, 1024 + 1, 32)) + (1536, 2048, 2560, 3072, 4096, 5120, 6144, 7168, 8192)
 DTYPES = ("float16", "bfloat16")
 LARGE_M = 1 << 20
+#: X is at most this many elements (256 MiB in 16 bits), so wide rows still time in a second
+MAX_ELEMENTS = 1 << 27
+#: the small-M (launch-bound) widths
+LATENCY_WIDTHS = (96, 160, 256, 512, 640, 1024)
 #: (B, T, H, W): the 1/2-resolution stage of a 720x1280 video VAE decoder, 4-frame chunk.
 PROD_LEADING = (1, 4, 360, 640)
 SMALL_M = 2048
@@ -64,18 +69,34 @@ def traffic_bytes(M: int, C: int, elem: int = 2) -> int:
 # Compiling (in parallel: TileLang's lowering releases the GIL and nvcc is a subprocess)
 # ---------------------------------------------------------------------------------------------
 
-def compile_many(jobs, *, arch=None, workers=None, verbose=True):
-    """Compile ``[(C, dtype, config_or_None_or_'naive'_or_'two_pass'), ...]``; returns {job: kernel or exception}."""
-    def build(job):
-        C, dtype, cfg = job
-        if cfg == "naive":
-            return rs.build_naive_rmsnorm_silu(C, dtype, arch=arch)
-        if cfg == "two_pass":
-            return runtime.compile_kernel(two_pass.two_pass_rmsnorm_silu_program(C, dtype), arch=arch)
-        return rs.build_rmsnorm_silu(C, dtype, config=cfg, arch=arch)
+def build_job(job, arch=None):
+    """Build one ``(C, dtype, config_or_None_or_'naive'_or_'two_pass')`` job."""
+    C, dtype, cfg = job
+    if cfg == "naive":
+        return rs.build_naive_rmsnorm_silu(C, dtype, arch=arch)
+    if cfg == "two_pass":
+        return runtime.compile_kernel(two_pass.two_pass_rmsnorm_silu_program(C, dtype), arch=arch)
+    return rs.build_rmsnorm_silu(C, dtype, config=cfg, arch=arch)
 
-    return runtime.compile_parallel(jobs, build, workers=workers, verbose=verbose,
-                                    describe=lambda j: f"C={j[0]} {j[1]} {j[2]}")
+
+def _precompile_job(job):
+    """Worker-process entry of :func:`compile_many` (fills TileLang's disk cache)."""
+    build_job(job)
+
+
+def compile_many(jobs, *, arch=None, workers=None, verbose=True):
+    """Compile ``[(C, dtype, config_or_None_or_'naive'_or_'two_pass'), ...]``: first in worker
+    processes (into the disk cache), then here (loads); returns {job: kernel or exception}."""
+    import time
+
+    t0 = time.time()
+    if arch is None and len(jobs) > 4:
+        runtime.precompile(jobs, f"{__name__}:_precompile_job", workers=workers)
+    built = runtime.compile_parallel(jobs, lambda job: build_job(job, arch), workers=1, verbose=False)
+    if verbose:
+        ok = sum(not isinstance(k, Exception) for k in built.values())
+        print(f"compiled {ok}/{len(built)} kernels in {time.time() - t0:.0f} s", flush=True)
+    return built
 
 
 def run_jobs(widths=WIDTHS, dtypes=DTYPES, naive_widths=NAIVE_WIDTHS, two_pass_widths=TWO_PASS_WIDTHS):
@@ -152,10 +173,25 @@ def _triton():
 # The recorded benchmark
 # ---------------------------------------------------------------------------------------------
 
+def rows_for(C: int) -> int:
+    """M for the bandwidth points: 2^20 rows, fewer for wide rows (X at most MAX_ELEMENTS)."""
+    return min(LARGE_M, MAX_ELEMENTS // C)
+
+
+def _timed_peer(fn, nbytes, **extra):
+    t, why = timing.measure_or_note(fn)
+    if t is None:
+        return dict({"error": why}, **extra)
+    return dict({"value": gbps(nbytes, t.ms), "unit": "GB/s", "latency_ms": t.ms, "timing": t.as_dict()}, **extra)
+
+
 def run(quick: bool = False) -> results.Run:
-    """Records for suite ``rmsnorm`` (see the module docstring)."""
+    """Records for suite ``rmsnorm`` (see the module docstring). Each record's figure is the op
+    ``rmsnorm_silu(x, gamma, out=y)`` as a user calls it, with the configuration of the measured
+    width table (:mod:`.widths`)."""
     import torch
 
+    from . import widths as W
     from .dispatch import which_path
 
     runtime.require_gpu("the RMSNorm benchmark")
@@ -163,7 +199,11 @@ def run(quick: bool = False) -> results.Run:
     prov = results.provenance(COMMAND + (" --quick" if quick else ""))
     widths = (96, 160, 256, 640) if quick else WIDTHS
     dtypes = ("float16",) if quick else DTYPES
-    kernels = compile_many(run_jobs(widths, dtypes, () if quick else NAIVE_WIDTHS, () if quick else TWO_PASS_WIDTHS))
+    W.table.cache_clear()
+    kernels = compile_many([(C, dt, W.config_for(C, dt)) for dt in dtypes for C in widths]
+                           + ([] if quick else [(C, "float16", "naive") for C in NAIVE_WIDTHS]
+                              + [(C, "float16", "two_pass") for C in TWO_PASS_WIDTHS]
+                              + [(C, "float16", W.config_for(C)) for C in TWO_PASS_WIDTHS + LATENCY_WIDTHS]))
     bad = {j: k for j, k in kernels.items() if isinstance(k, Exception)}
     if bad:
         raise RuntimeError(f"kernels failed to compile: {sorted(bad, key=str)}") from next(iter(bad.values()))
@@ -172,82 +212,157 @@ def run(quick: bool = False) -> results.Run:
     tr = _triton()
     liger, liger_note = liger_peer()
     print(f"liger: {liger_note}", flush=True)
-    compiled = CompiledPeer()
     out = []
     ceiling = {"name": "device-to-device copy (torch, read+write)", "value": ceil.copy_gbps, "unit": "GB/s"}
-    print(f"\n{'C':>5} {'shape':<22} {'dtype':<9} {'TileLang':>9} {'/copy':>6} {'eager':>7} {'compile':>8} "
+    print(f"\n{'C':>5} {'M':>8} {'dtype':<9} {'TileLang':>9} {'/copy':>6} {'eager':>7} {'compile':>8} "
           f"{'triton':>7} {'liger':>7} {'x eager':>8} {'x compile':>9}  check   (GB/s)")
     for dt in dtypes:
         tdt = getattr(torch, dt)
+        torch._dynamo.reset()
+        # one graph for every width and row count: dynamic=True (a per-width static compile would
+        # cost a compile per point; notebook 05 says which this is)
+        compiled = torch.compile(eager, dynamic=True)
         for C in widths:
-            cfg = rs.default_config(C, dt)
-            use_compile = dt == "float16"       # one compile per (C, dtype): fp16 only, for time
-            if use_compile:
-                compiled.reset()
-            shapes = [("M=2^20", (LARGE_M,))] if quick else [("M=2^20", (LARGE_M,)), ("BTHWC", PROD_LEADING)]
-            for shape_name, lead in shapes:
-                x = checks.random_tensor((*lead, C), tdt, "cuda")
-                gamma = checks.random_tensor((C,), tdt, "cuda")
-                M = x.numel() // C
-                nbytes = traffic_bytes(M, C, x.element_size())
-                x2d = x.view(M, C)
-                y = checks.poisoned(x.shape, tdt, "cuda")
-                rs.rmsnorm_silu(x, gamma, EPS, out=y)
+            M = rows_for(C)
+            cfg = W.config_for(C, dt)
+            x = checks.random_tensor((M, C), tdt, "cuda")
+            gamma = checks.random_tensor((C,), tdt, "cuda")
+            nbytes = traffic_bytes(M, C, x.element_size())
+            y = checks.poisoned(x.shape, tdt, "cuda")
+            rs.rmsnorm_silu(x, gamma, EPS, out=y)
+            torch.cuda.synchronize()
+            cmp = _check(y, x, gamma, dt)
+            t = timing.measure(lambda: rs.rmsnorm_silu(x, gamma, EPS, out=y))
+            eager_t = timing.measure(lambda: eager(x, gamma))
+            peers = {"eager_torch": {"value": gbps(nbytes, eager_t.ms), "unit": "GB/s", "latency_ms": eager_t.ms,
+                                     "timing": eager_t.as_dict(), "name": "F.silu(F.rms_norm(x))"}}
+            correctness = {"rel_error": cmp.rel_error, "max_abs_error": cmp.max_abs_error,
+                           "unwritten": cmp.unwritten, "tolerance": cmp.tolerance, "ok": cmp.ok,
+                           "reference": "fp32 torch silu(rms_norm(x.float()) * gamma.float())"}
+            try:
+                yc = compiled(x, gamma)
+                correctness["torch_compile_rel_error"] = _check(yc, x, gamma, dt).rel_error
+                peers["torch_compile"] = _timed_peer(lambda: compiled(x, gamma), nbytes,
+                                                     name="torch.compile(F.silu(F.rms_norm(x)), dynamic=True)")
+            except Exception as exc:
+                peers["torch_compile"] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+            if C in tr.TUNED_CONFIGS:
+                yt = checks.poisoned(x.shape, tdt, "cuda")
+                tr.rmsnorm_silu_triton(x, gamma, EPS, out=yt)
                 torch.cuda.synchronize()
-                cmp = _check(y, x, gamma, dt)
-                ms = timing.median_ms(lambda: rs.rmsnorm_silu(x, gamma, EPS, out=y))
-                eager_ms = timing.median_ms(lambda: eager(x, gamma))
-                peers = {"eager_torch": _peer(eager_ms, nbytes, name="F.silu(F.rms_norm(x))")}
-                correctness = {"rel_error": cmp.rel_error, "max_abs_error": cmp.max_abs_error,
-                               "unwritten": cmp.unwritten, "tolerance": cmp.tolerance, "ok": cmp.ok,
-                               "reference": "fp32 torch silu(rms_norm(x.float()) * gamma.float())"}
-                if use_compile:
-                    compiled.mark(x2d)
-                    yc = compiled(x2d, gamma)
-                    peers["torch_compile"] = _peer(timing.median_ms(lambda: compiled(x2d, gamma)), nbytes,
-                                                   name="torch.compile(F.silu(F.rms_norm(x))), dynamic M")
-                    correctness["torch_compile_rel_error"] = _check(yc.view(x.shape), x, gamma, dt).rel_error
-                if C in tr.TUNED_CONFIGS:
-                    yt = checks.poisoned(x.shape, tdt, "cuda")
-                    tr.rmsnorm_silu_triton(x, gamma, EPS, out=yt)
-                    torch.cuda.synchronize()
-                    tcmp = _check(yt, x, gamma, dt)
-                    correctness.update(triton_rel_error=tcmp.rel_error, triton_ok=tcmp.ok)
-                    peers["triton_existing"] = _peer(
-                        timing.median_ms(lambda: tr.rmsnorm_silu_triton(x, gamma, EPS, out=yt)), nbytes,
-                        name="pre-existing Triton kernel (lessons/rmsnorm/triton_existing.py)")
-                if liger is not None:
-                    try:
-                        yl = liger(x2d, gamma)
-                        correctness["liger_rel_error"] = _check(yl.view(x.shape), x, gamma, dt).rel_error
-                        peers["liger"] = _peer(timing.median_ms(lambda: liger(x2d, gamma)), nbytes, name=liger_note)
-                    except Exception as exc:
-                        peers["liger"] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
-                rec = results.make_record(
-                    suite=SUITE, kernel="rmsnorm_silu", nbytes=nbytes,
-                    config={"C": C, "kernel_config": cfg.as_dict(), "dispatch_path": which_path(C),
-                            "regime": "bandwidth", "eps": EPS, "dynamic_m": True},
-                    shape={"name": shape_name, "leading": list(lead), "M": M, "C": C},
-                    dtype=dt, metric="effective bandwidth", value=gbps(nbytes, ms), unit="GB/s", latency_ms=ms,
-                    reference={"name": "eager torch F.silu(F.rms_norm(x))", "value": gbps(nbytes, eager_ms),
-                               "unit": "GB/s", "latency_ms": eager_ms},
-                    ceiling=ceiling, peers=peers, correctness=correctness,
-                )
-                rec["floor_ms"] = nbytes / (ceil.copy_gbps * 1e9) * 1e3
-                out.append(rec)
-                _print_row(rec)
-                del x, y, x2d
-                yc = yt = yl = None  # noqa: F841  (free the peers' outputs before the next shape)
-            if dt == "float16":
-                out.append(_latency_record(C, compiled if use_compile else None, liger, liger_note))
+                tcmp = _check(yt, x, gamma, dt)
+                correctness.update(triton_rel_error=tcmp.rel_error, triton_ok=tcmp.ok)
+                peers["triton_existing"] = _timed_peer(lambda: tr.rmsnorm_silu_triton(x, gamma, EPS, out=yt), nbytes,
+                                                       name="pre-existing Triton kernel (lessons/rmsnorm/triton_existing.py)")
+            if liger is not None:
+                try:
+                    yl = liger(x, gamma)
+                    correctness["liger_rel_error"] = _check(yl, x, gamma, dt).rel_error
+                    peers["liger"] = _timed_peer(lambda: liger(x, gamma), nbytes, name=liger_note)
+                except Exception as exc:
+                    peers["liger"] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+            rec = results.make_record(
+                suite=SUITE, kernel="rmsnorm_silu", nbytes=nbytes,
+                config={"C": C, "kernel_config": cfg.as_dict(), "config_source": W.source(C),
+                        "dispatch_path": which_path(C), "regime": "bandwidth", "eps": EPS, "dynamic_m": True},
+                shape={"name": f"M={M}", "leading": [M], "M": M, "C": C},
+                dtype=dt, metric="effective bandwidth", value=gbps(nbytes, t.ms), unit="GB/s", latency_ms=t.ms,
+                timing=t,
+                reference={"name": "eager torch F.silu(F.rms_norm(x))", "value": gbps(nbytes, eager_t.ms),
+                           "unit": "GB/s", "latency_ms": eager_t.ms},
+                ceiling=ceiling, peers=peers, correctness=correctness,
+            )
+            rec["call"] = "rmsnorm_silu(x, gamma, eps, out=y) (the op)"
+            rec["floor_ms"] = nbytes / (ceil.copy_gbps * 1e9) * 1e3
+            out.append(rec)
+            _print_row(rec)
+            del x, y
+            yc = yt = yl = None  # noqa: F841  (free the peers' outputs before the next width)
             torch.cuda.empty_cache()
     torch._dynamo.reset()
     if not quick:
+        out += [_latency_record(C, liger, liger_note) for C in LATENCY_WIDTHS]
         out += _naive_records(ceiling)
         out += _two_pass_records(ceiling, kernels)
     out += _vae_records(VAE_CASES[:1] if quick else VAE_CASES)
     print(f"\nrmsnorm benchmark: {len(out)} records in {time.time() - t_start:.0f} s", flush=True)
-    return results.Run(out, prov)
+    return results.Run(out, prov, goals=list(GOALS))
+
+
+GOALS = (
+    {"name": "every width in the benchmark, fp16", "min": 0.90, "unit": "x copy bandwidth",
+     "metric": "ratio_to_ceiling", "where": {"kernel": "rmsnorm_silu", "dtype": "float16",
+                                              "config.regime": "bandwidth"}},
+    {"name": "every width in the benchmark, bf16", "min": 0.90, "unit": "x copy bandwidth",
+     "metric": "ratio_to_ceiling", "where": {"kernel": "rmsnorm_silu", "dtype": "bfloat16",
+                                              "config.regime": "bandwidth"}},
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# rmsnorm_widths: the sweep behind the width table (widths.py)
+# ---------------------------------------------------------------------------------------------
+
+def run_widths(quick: bool = False) -> results.Run:
+    """Suite ``rmsnorm_widths``: at every multiple of 32 from 32 to 8192 (fp16), time each
+    candidate layout (:func:`.widths.candidates`, a quick median), keep the fastest, time it again
+    with the cross-checked method and record it with what the others reached; then write the
+    table (``widths.TABLE_FILE``) the op reads."""
+    import torch
+
+    from . import widths as W
+
+    runtime.require_gpu("the RMSNorm width sweep")
+    t_start = time.time()
+    prov = results.provenance("python -m tilelang_tutorial bench rmsnorm_widths" + (" --quick" if quick else ""))
+    all_widths = W.WIDTHS[::8] if quick else W.WIDTHS
+    jobs = [(C, "float16", cfg) for C in all_widths for cfg in W.candidates(C)]
+    kernels = compile_many(jobs)
+    ceil = timing.measure_ceilings(dtypes=("float16",))
+    ceiling = {"name": "device-to-device copy (torch, read+write)", "value": ceil.copy_gbps, "unit": "GB/s"}
+    out = []
+    for C in all_widths:
+        M = rows_for(C)
+        x = checks.random_tensor((M, C), torch.float16, "cuda")
+        gamma = checks.random_tensor((C,), torch.float16, "cuda")
+        y = checks.poisoned(x.shape, torch.float16, "cuda")
+        nbytes = traffic_bytes(M, C)
+        tried = []
+        for cfg in W.candidates(C):
+            k = kernels[(C, "float16", cfg)]
+            if isinstance(k, Exception):
+                tried.append({"config": cfg.as_dict(), "error": f"{type(k).__name__}: {str(k)[:160]}"})
+                continue
+            y.fill_(float("nan"))
+            k(x, gamma, y, EPS)
+            torch.cuda.synchronize()
+            cmp = _check(y, x, gamma, "float16")
+            ms = timing.median_ms(lambda: k(x, gamma, y, EPS), warmup_ms=5, rep_ms=20) if cmp.ok else None
+            tried.append({"config": cfg.as_dict(), "ok": cmp.ok, "rel_error": cmp.rel_error,
+                          "quick_gbps": gbps(nbytes, ms) if ms else None})
+        good = [(t["quick_gbps"], i) for i, t in enumerate(tried) if t.get("ok")]
+        if not good:
+            raise RuntimeError(f"no candidate layout is correct at C = {C}: {tried}")
+        best = W.candidates(C)[max(good)[1]]
+        k = kernels[(C, "float16", best)]
+        t = timing.measure(lambda: k(x, gamma, y, EPS))
+        rec = results.make_record(
+            suite=W.SUITE, kernel="rmsnorm_silu", nbytes=nbytes,
+            config={"C": C, **best.as_dict(), "rule": best == rs.default_config(C)},
+            shape={"M": M, "C": C}, dtype="float16", metric="effective bandwidth", value=gbps(nbytes, t.ms),
+            unit="GB/s", latency_ms=t.ms, timing=t, ceiling=ceiling,
+            correctness={k2: v for k2, v in tried[max(good)[1]].items() if k2 in ("ok", "rel_error")},
+        )
+        rec["candidates"] = tried
+        out.append(rec)
+        print(f"C={C:>5} M={M:>8}: best group {best.group:>4} threads {best.threads:>4} "
+              f"{rec['value']:6.0f} GB/s ({rec['ratio_to_ceiling']:.2f} of copy); tried "
+              + ", ".join(f"g{c['config']['group']}: {c.get('quick_gbps') or 0:.0f}" for c in tried), flush=True)
+        del x, y
+    path = W.write_table(out, results.provenance_label(prov))
+    print(f"rmsnorm_widths: {len(out)} widths in {time.time() - t_start:.0f} s; wrote {path}", flush=True)
+    return results.Run(out, prov, goals=[{"name": "every multiple of 32 up to 8192, fp16, the table's layout",
+                                          "min": 0.90, "unit": "x copy bandwidth", "metric": "ratio_to_ceiling"}])
 
 
 def _print_row(rec):
@@ -265,6 +380,8 @@ def _naive_records(ceiling):
     """The NAIVE single-pass fragment kernel (comparison only) at a few widths, fp16, M = 2^20."""
     import torch
 
+    from . import widths as W
+
     out = []
     print("\nNAIVE fragment kernel (for notebook 05's explanation):")
     for C in NAIVE_WIDTHS:
@@ -276,14 +393,17 @@ def _naive_records(ceiling):
         torch.cuda.synchronize()
         cmp = _check(y, x, gamma, "float16")
         nbytes = traffic_bytes(LARGE_M, C)
-        ms = timing.median_ms(lambda: k(x, gamma, y, EPS))
-        good = rs.build_rmsnorm_silu(C, "float16")
-        good_ms = timing.median_ms(lambda: good(x, gamma, y, EPS))
+        t = timing.measure(lambda: k(x, gamma, y, EPS))
+        ms = t.ms
+        good_cfg = W.config_for(C)
+        good = rs.build_rmsnorm_silu(C, "float16", config=good_cfg)
+        good_ms = timing.measure(lambda: good(x, gamma, y, EPS)).ms
         rec = results.make_record(
             suite=SUITE, kernel="rmsnorm_silu_naive", nbytes=nbytes,
-            config={"C": C, "block_m": 8, "threads": 128, "regime": "bandwidth", "variant": "naive"},
+            config={"C": C, "block_m": 8, "threads": 128, "regime": "bandwidth", "variant": "naive",
+                    "reference_config": good_cfg.as_dict()},
             shape={"name": "M=2^20", "leading": [LARGE_M], "M": LARGE_M, "C": C}, dtype="float16",
-            metric="effective bandwidth", value=gbps(nbytes, ms), unit="GB/s", latency_ms=ms,
+            metric="effective bandwidth", value=gbps(nbytes, ms), unit="GB/s", latency_ms=ms, timing=t,
             reference={"name": "rmsnorm_silu (layout-annotated kernel, raw launch)", "value": gbps(nbytes, good_ms),
                        "unit": "GB/s", "latency_ms": good_ms},
             ceiling=ceiling,
@@ -305,6 +425,8 @@ def _two_pass_records(ceiling, kernels):
     one-pass kernel. Notebook 05 reads these records."""
     import torch
 
+    from . import widths as W
+
     out = []
     print("\nTWO-PASS shared-memory design vs the one-pass kernel (notebook 05):")
     for C in TWO_PASS_WIDTHS:
@@ -317,15 +439,17 @@ def _two_pass_records(ceiling, kernels):
         torch.cuda.synchronize()
         cmp = _check(y, x, gamma, "float16")
         nbytes = traffic_bytes(LARGE_M, C)
-        ms = timing.median_ms(lambda: k(x, gamma, y, EPS))
-        one_pass = rs.build_rmsnorm_silu(C, "float16")
-        one_pass_ms = timing.median_ms(lambda: one_pass(x, gamma, y, EPS))
+        t = timing.measure(lambda: k(x, gamma, y, EPS))
+        ms = t.ms
+        one_cfg = W.config_for(C)
+        one_pass = rs.build_rmsnorm_silu(C, "float16", config=one_cfg)
+        one_pass_ms = timing.measure(lambda: one_pass(x, gamma, y, EPS)).ms
         rec = results.make_record(
             suite=SUITE, kernel="rmsnorm_silu_two_pass", nbytes=nbytes,
             config={"C": C, "block_m": 16, "block_C": block_C, "threads": 128, "regime": "bandwidth",
-                    "variant": "two-pass"},
+                    "variant": "two-pass", "reference_config": one_cfg.as_dict()},
             shape={"name": "M=2^20", "leading": [LARGE_M], "M": LARGE_M, "C": C}, dtype="float16",
-            metric="effective bandwidth", value=gbps(nbytes, ms), unit="GB/s", latency_ms=ms,
+            metric="effective bandwidth", value=gbps(nbytes, ms), unit="GB/s", latency_ms=ms, timing=t,
             reference={"name": "rmsnorm_silu (one pass, rows in registers, raw launch)",
                        "value": gbps(nbytes, one_pass_ms), "unit": "GB/s", "latency_ms": one_pass_ms},
             ceiling=ceiling,
@@ -339,14 +463,14 @@ def _two_pass_records(ceiling, kernels):
     return out
 
 
-def _latency_record(C, compiled, liger, liger_note):
-    """Small M (SMALL_M rows), fp16: latency in microseconds (launch-bound regime).
-
-    Called inside run()'s fp16 loop, right after the large shapes of the same C, so the
-    torch.compile peer (dynamic M) is the graph already compiled for this width.
-    """
+def _latency_record(C, liger, liger_note):
+    """Small M (SMALL_M rows), fp16: what calling it costs when the launch, not the bytes, is the
+    limit. Every contender is timed back to back (CUDA events around a loop of calls, host time
+    counted per call; checked against the wall clock) -- the regime where a per-call L2 flush
+    would hide the host's work behind the flush (``timing`` explains)."""
     import torch
 
+    from . import widths as W
     from .dispatch import which_path
 
     tr = _triton()
@@ -357,48 +481,56 @@ def _latency_record(C, compiled, liger, liger_note):
     torch.cuda.synchronize()
     cmp = _check(y, x, gamma, "float16")
     k = rs.build_rmsnorm_silu(C, "float16")
-    us = lambda f: timing.median_ms(f) * 1e3  # noqa: E731
-    op_us = us(lambda: rs.rmsnorm_silu(x, gamma, EPS, out=y))
-    raw_us = us(lambda: k(x, gamma, y, EPS))
-    eager_us = us(lambda: eager(x, gamma))
-    peers = {"kernel_launch_only": {"value": raw_us, "unit": "us", "latency_ms": raw_us / 1e3},
-             "eager_torch": {"value": eager_us, "unit": "us", "latency_ms": eager_us / 1e3}}
-    if compiled is not None:
-        compiled.mark(x)
+    t = timing.measure(lambda: rs.rmsnorm_silu(x, gamma, EPS, out=y), regime="call")
+    kernel_only = timing.measure(lambda: rs.rmsnorm_silu(x, gamma, EPS, out=y))  # the same call, kernel regime
+
+    def us_peer(fn, **extra):
+        tp, why = timing.measure_or_note(fn, regime="call")
+        return (dict({"value": tp.ms * 1e3, "unit": "us", "latency_ms": tp.ms, "timing": tp.as_dict()}, **extra)
+                if tp else dict({"error": why}, **extra))
+
+    eager_t = timing.measure(lambda: eager(x, gamma), regime="call")
+    peers = {"kernel_launch_only": us_peer(lambda: k(x, gamma, y, EPS), name="the compiled kernel called directly"),
+             "op_with_l2_flush": {"value": kernel_only.ms * 1e3, "unit": "us", "latency_ms": kernel_only.ms,
+                                  "timing": kernel_only.as_dict(),
+                                  "name": "the op, do_bench with an L2 flush before each call (hides host time)"},
+             "eager_torch": {"value": eager_t.ms * 1e3, "unit": "us", "latency_ms": eager_t.ms,
+                             "timing": eager_t.as_dict()}}
+    compiled = torch.compile(eager, dynamic=True)
+    try:
         compiled(x, gamma)
-        c_us = us(lambda: compiled(x, gamma))
-        peers["torch_compile"] = {"value": c_us, "unit": "us", "latency_ms": c_us / 1e3}
+        peers["torch_compile"] = us_peer(lambda: compiled(x, gamma), name="torch.compile(..., dynamic=True)")
+    except Exception as exc:
+        peers["torch_compile"] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
     if C in tr.TUNED_CONFIGS:
-        t_us = us(lambda: tr.rmsnorm_silu_triton(x, gamma, EPS, out=y))
-        peers["triton_existing"] = {"value": t_us, "unit": "us", "latency_ms": t_us / 1e3}
+        peers["triton_existing"] = us_peer(lambda: tr.rmsnorm_silu_triton(x, gamma, EPS, out=y))
     if liger is not None:
-        try:
-            l_us = us(lambda: liger(x, gamma))
-            peers["liger"] = {"value": l_us, "unit": "us", "latency_ms": l_us / 1e3, "name": liger_note}
-        except Exception as exc:
-            peers["liger"] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+        peers["liger"] = us_peer(lambda: liger(x, gamma), name=liger_note)
     rec = results.make_record(
         suite=SUITE, kernel="rmsnorm_silu", nbytes=traffic_bytes(SMALL_M, C),
-        config={"C": C, "kernel_config": rs.default_config(C).as_dict(), "dispatch_path": which_path(C),
-                "regime": "latency", "eps": EPS, "dynamic_m": True},
+        config={"C": C, "kernel_config": W.config_for(C).as_dict(), "config_source": W.source(C),
+                "dispatch_path": which_path(C), "regime": "latency", "eps": EPS, "dynamic_m": True},
         shape={"name": f"M={SMALL_M}", "leading": [SMALL_M], "M": SMALL_M, "C": C}, dtype="float16",
-        metric="latency", value=op_us, unit="us", latency_ms=op_us / 1e3,
-        reference={"name": "eager torch F.silu(F.rms_norm(x))", "value": eager_us, "unit": "us",
-                   "latency_ms": eager_us / 1e3},
+        metric="latency", value=t.ms * 1e3, unit="us", latency_ms=t.ms, timing=t,
+        reference={"name": "eager torch F.silu(F.rms_norm(x)), back to back", "value": eager_t.ms * 1e3,
+                   "unit": "us", "latency_ms": eager_t.ms},
         ceiling=None, peers=peers,
         correctness={"rel_error": cmp.rel_error, "unwritten": cmp.unwritten, "ok": cmp.ok,
                      "tolerance": cmp.tolerance},
     )
-    g = lambda k: f"{peers[k]['value']:.1f}" if k in peers and "value" in peers[k] else "-"  # noqa: E731
-    print(f"{C:>5} {'M=' + str(SMALL_M) + ' latency (us)':<22} {'float16':<9} op {op_us:.1f}, launch {raw_us:.1f}, "
-          f"eager {eager_us:.1f}, compile {g('torch_compile')}, triton {g('triton_existing')}, "
-          f"liger {g('liger')}", flush=True)
+    rec["call"] = "rmsnorm_silu(x, gamma, eps, out=y), back to back"
+    g = lambda key: f"{peers[key]['value']:.1f}" if "value" in peers.get(key, {}) else "-"  # noqa: E731
+    print(f"{C:>5} M={SMALL_M} latency (us, back to back): op {t.ms * 1e3:.1f} (with L2 flush {kernel_only.ms * 1e3:.1f}), "
+          f"launch {g('kernel_launch_only')}, eager {eager_t.ms * 1e3:.1f}, compile {g('torch_compile')}, "
+          f"triton {g('triton_existing')}, liger {g('liger')}", flush=True)
     return rec
 
 
 def _vae_records(cases):
     """VAE residual block end to end, eager norm vs the drop-in, fp16; plus the norm alone."""
     import torch
+
+    from . import widths as W
 
     from . import vae_block
     from .dispatch import which_path
@@ -413,18 +545,19 @@ def _vae_records(cases):
         y_fused = block(x, norm="fused")
         torch.cuda.synchronize()
         cmp = checks.compare(y_fused, y_eager.float(), tolerance=checks.TOLERANCE["float16"])
-        eager_ms = timing.median_ms(lambda: block(x, norm="eager"))
-        fused_ms = timing.median_ms(lambda: block(x, norm="fused"))
+        eager_ms = timing.measure(lambda: block(x, norm="eager")).ms
+        fused_t = timing.measure(lambda: block(x, norm="fused"))
+        fused_ms = fused_t.ms
         h = checks.random_tensor(shape, torch.float16, "cuda")
-        norm_eager_ms = timing.median_ms(lambda: vae_block.eager_norm_silu(h, block.gamma1))
-        norm_fused_ms = timing.median_ms(lambda: vae_block.fused_norm_silu(h, block.gamma1))
+        norm_eager_ms = timing.measure(lambda: vae_block.eager_norm_silu(h, block.gamma1)).ms
+        norm_fused_ms = timing.measure(lambda: vae_block.fused_norm_silu(h, block.gamma1)).ms
         rec = results.make_record(
             suite=SUITE, kernel="vae_block_e2e",
             config={"C": C, "conv": conv, "dispatch_path": which_path(C), "regime": "end-to-end",
-                    "kernel_config": rs.default_config(C).as_dict(),
+                    "kernel_config": W.config_for(C).as_dict(),
                     "block": "norm+SiLU -> conv -> norm+SiLU -> conv -> +x (lessons/rmsnorm/vae_block.py)"},
             shape={"name": "BTHWC", "leading": list(lead), "M": x.numel() // C, "C": C}, dtype="float16",
-            metric="end-to-end latency", value=fused_ms, unit="ms", latency_ms=fused_ms,
+            metric="end-to-end latency", value=fused_ms, unit="ms", latency_ms=fused_ms, timing=fused_t,
             reference={"name": "same block with eager F.silu(F.rms_norm(x))", "value": eager_ms, "unit": "ms",
                        "latency_ms": eager_ms},
             ceiling=None,
@@ -441,68 +574,3 @@ def _vae_records(cases):
         del block, x, h, y_eager, y_fused
         torch.cuda.empty_cache()
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# Tuning sweep (prints; records nothing)
-# ---------------------------------------------------------------------------------------------
-
-def sweep_configs(C: int) -> list:
-    """The default config and its neighbours: other group sizes, block sizes, 2 rows per thread."""
-    base = rs.default_config(C)
-    cands = [base]
-    for g in rs.valid_groups(C):
-        if g >= 2 and g != base.group and (C // rs.VEC) // g <= 8:
-            cands.append(dataclasses.replace(base, group=g, threads=128 if g <= 8 else 256))
-    cands += [dataclasses.replace(base, threads=t) for t in (128, 256, 512) if t != base.threads]
-    cands += [dataclasses.replace(base, rows_per_thread=2)]
-    return list(dict.fromkeys(cands))
-
-
-def sweep(widths=(96, 160, 320, 640, 1024), dtype="float16", M=LARGE_M, *, workers=None, arch=None):
-    """Time ``sweep_configs(C)`` for each width at M rows; print a table; return the rows."""
-    import torch
-
-    runtime.require_gpu("the RMSNorm sweep")
-    jobs = [(C, dtype, cfg) for C in widths for cfg in sweep_configs(C)]
-    kernels = compile_many(jobs, arch=arch, workers=workers)
-    ceil = timing.measure_ceilings(dtypes=("float16",))
-    rows = []
-    print(f"copy ceiling {ceil.copy_gbps:.0f} GB/s; M = {M}, {dtype}")
-    print(f"{'C':>5} {'group':>5} {'threads':>7} {'rows/thr':>8} {'block_m':>7} {'GB/s':>7} {'/copy':>6}  check")
-    for C in widths:
-        tdt = getattr(torch, dtype)
-        x = checks.random_tensor((M, C), tdt, "cuda")
-        gamma = checks.random_tensor((C,), tdt, "cuda")
-        nbytes = traffic_bytes(M, C, x.element_size())
-        for cfg in sweep_configs(C):
-            k = kernels[(C, dtype, cfg)]
-            row = {"C": C, "config": cfg.as_dict()}
-            if isinstance(k, Exception):
-                row["error"] = f"compile: {type(k).__name__}"
-                print(f"{C:>5} {cfg.group:>5} {cfg.threads:>7} {cfg.rows_per_thread:>8} compile failed")
-                rows.append(row)
-                continue
-            y = checks.poisoned(x.shape, tdt, "cuda")
-            k(x, gamma, y, EPS)
-            torch.cuda.synchronize()
-            cmp = _check(y, x, gamma, dtype)
-            ms = timing.median_ms(lambda: k(x, gamma, y, EPS))
-            row.update(gbps=gbps(nbytes, ms), ms=ms, ok=cmp.ok, rel_error=cmp.rel_error,
-                       default=cfg == rs.default_config(C))
-            rows.append(row)
-            mark = " <- default" if row["default"] else ""
-            print(f"{C:>5} {cfg.group:>5} {cfg.threads:>7} {cfg.rows_per_thread:>8} "
-                  f"{cfg.block_m():>7} {row['gbps']:7.0f} {row['gbps'] / ceil.copy_gbps:6.2f}  "
-                  f"{'ok' if cmp.ok else 'WRONG'}{mark}", flush=True)
-        del x
-        torch.cuda.empty_cache()
-    print("\nbest correct config per width:")
-    for C in widths:
-        good = [r for r in rows if r["C"] == C and r.get("ok")]
-        if good:
-            best = max(good, key=lambda r: r["gbps"])
-            dflt = next((r for r in good if r.get("default")), None)
-            print(f"  C={C}: {best['config']} {best['gbps']:.0f} GB/s"
-                  + (f" (default {dflt['gbps']:.0f} GB/s)" if dflt else ""))
-    return rows

@@ -182,15 +182,19 @@ def _check_config(config, C, dtype, arch) -> ExerciseResult:
     n_vec = C // rs.VEC
     valid = rs.valid_groups(C)
     if g not in valid:
-        why = ("a power of two (the reduction is a butterfly of warp shuffles)" if g & (g - 1) or g < 1 else
-               f"a divisor of {n_vec}: a row of {C} fp16 is {n_vec} 16-byte vectors and every lane of the group must get "
-               f"the same number of whole vectors")
+        why = ("a power of two (the sum of squares is a butterfly that pairs lanes by halves)" if g < 1 or g & (g - 1)
+               else f"at most {valid[-1]}: a row of {C} is {n_vec} 16-byte vectors, more lanes would hold nothing")
         return res.failed(f"group = {g}: the group must be {why}; for C = {C} that leaves {valid}")
     if t % 32 or t % g or not 32 <= t <= 1024:
         return res.failed(f"threads = {t}: a block is whole warps (a multiple of 32, at most 1024) and whole groups "
                           f"(a multiple of {g})")
-    res.passed(f"group = {g} lanes per row -> {n_vec // g} vectors ({C // g} elements) of the row per thread; "
+    v = rs.vectors_per_thread(C, g)
+    res.passed(f"group = {g} lanes per row -> {v} vectors ({v * rs.VEC} elements) of the row per thread; "
                f"{t // g * config.rows_per_thread} rows per block")
+    if v * g != n_vec:
+        res.hint(f"{g} lanes x {v} vectors = {v * g} > {n_vec}: the row is padded and {v * g - n_vec} vector slots "
+                 f"per row hold nothing (correct, bounds-checked; {100 * (v * g - n_vec) / (v * g):.0f}% of the lanes' "
+                 f"last round idle)")
     try:
         program = rs.rmsnorm_silu_program(C, dtype, config)
     except Exception as exc:
@@ -223,9 +227,9 @@ def _check_config(config, C, dtype, arch) -> ExerciseResult:
     if usage is not None:
         if usage["spill_stores"] or usage["spill_loads"]:
             return res.failed(f"ptxas: {usage['registers']} registers/thread and {usage['spill_stores']} B spilled to local "
-                              f"memory: {C // g} elements of the row per thread is too many; use a larger group")
+                              f"memory: {v * rs.VEC} elements of the row per thread is too many; use a larger group")
         res.passed(f"ptxas: {usage['registers']} registers/thread, nothing spilled")
-    if n_vec // g < 2:
+    if v < 2:
         res.hint("each thread holds a single 16-byte vector of its row: correct, but few loads in flight per thread")
     import torch
 

@@ -13,9 +13,11 @@ between, so the goal is 16-byte vector accesses with every thread busy, at every
   row is a power-of-two number of 16-byte vectors (C = 128, 256, 512, 1024); at other widths it
   gives each thread a whole row, replicated over the block (notebook 05 shows it in the CUDA).
 * :func:`rmsnorm_silu_program` chooses the layout instead (:func:`row_group_layout`): a group of
-  ``group`` consecutive threads owns each row, thread ``t`` of the group holding the 16-byte
-  vectors ``t, t + group, ...``; the row stays in registers between the sum of squares and the
-  output, and the fp32 sum of squares is reduced across the group's lanes only.
+  ``group`` consecutive threads (a power of two) owns each row, thread ``t`` of the group holding
+  the 16-byte vectors ``t, t + group, ...``; the row stays in registers between the sum of
+  squares and the output, and the fp32 sum of squares is reduced across the group's lanes only.
+  Where the group does not divide the row's vectors, the tile is padded and TileLang's bounds
+  checks drop the padding, so every multiple of 32 gets a group that suits it.
 
 ``M`` is dynamic (``T.dynamic``): one compiled kernel per (C, dtype, config) serves every number of
 rows. ``eps`` is a runtime argument.
@@ -43,7 +45,7 @@ SUPPORTED_DTYPES = ("float16", "bfloat16")
 class RMSNormSiLUConfig:
     """How one (C, dtype) kernel is laid out on the GPU.
 
-    group:            threads that share one row (power of two, divides C // 8, <= 32)
+    group:            threads that share one row (a power of two)
     threads:          threads per block (multiple of ``group``)
     rows_per_thread:  rows each thread group handles (block rows = threads // group * this)
     """
@@ -62,23 +64,29 @@ class RMSNormSiLUConfig:
 
 
 def valid_groups(C: int) -> list[int]:
-    """Thread-group sizes that tile a row of C channels with 16-byte vectors."""
+    """Thread-group sizes for a row of C channels: powers of two (the sum of squares is a butterfly
+    that pairs lanes by halves), up to the first that covers every 16-byte vector of the row."""
     n_vec = C // VEC
-    return [g for g in (1, 2, 4, 8, 16, 32) if n_vec % g == 0]
+    return [1 << k for k in range(11) if (1 << k) < 2 * n_vec]
+
+
+def vectors_per_thread(C: int, group: int) -> int:
+    """16-byte vectors of a row each lane holds; when ``group`` does not divide C // 8 the row is
+    padded to ``group * vectors_per_thread`` vectors and the padding is predicated off."""
+    return -(-(C // VEC) // group)
 
 
 def default_config(C: int, dtype: str = "float16") -> RMSNormSiLUConfig:
-    """The config the op uses for width C (:func:`.bench.sweep` explores the others).
+    """The rule for a width nobody measured (the op uses the measured table, :mod:`.widths`).
 
-    The largest group (<= a warp) that still leaves every thread >= 2 vectors of the row: enough
-    independent 16-byte loads in flight per thread, few shuffle rounds per element. 128 threads
-    per block for groups of up to 8 lanes, 256 for groups of 16 or 32 so a block still holds 8+ rows.
+    The smallest group that leaves each lane at most 4 vectors of its row (enough independent
+    16-byte loads in flight, few registers), 256 threads per block (or the group, when a row
+    needs more lanes than that).
     """
     check_channel_width(C)
     n_vec = C // VEC
-    group = max(g for g in valid_groups(C) if n_vec // g >= 2 or g == 1)
-    threads = 128 if group <= 8 else 256
-    return RMSNormSiLUConfig(group=group, threads=threads, rows_per_thread=1)
+    group = next(g for g in valid_groups(C) + [1 << 10] if -(-n_vec // g) <= 4)
+    return RMSNormSiLUConfig(group=group, threads=max(256, group), rows_per_thread=1)
 
 
 def check_channel_width(C: int) -> None:
@@ -115,10 +123,14 @@ def rmsnorm_silu_program(C: int, dtype: str = "float16", config: RMSNormSiLUConf
         raise TypeError(f"rmsnorm_silu supports {' and '.join(SUPPORTED_DTYPES)}, got {dtype}")
     cfg = config or default_config(C, dtype)
     if cfg.group not in valid_groups(C):
-        raise ValueError(f"group {cfg.group} does not divide C // 8 = {C // VEC} into 16-byte vectors")
-    if cfg.threads % cfg.group or cfg.threads % 32:
-        raise ValueError(f"threads ({cfg.threads}) must be a multiple of 32 and of group ({cfg.group})")
+        raise ValueError(f"group {cfg.group} must be a power of two of at most {valid_groups(C)[-1]} for C = {C} "
+                         f"({C // VEC} vectors of 16 bytes)")
+    if cfg.threads % cfg.group or cfg.threads % 32 or cfg.threads > 1024:
+        raise ValueError(f"threads ({cfg.threads}) must be a multiple of 32 and of group ({cfg.group}), at most 1024")
     group, threads, block_m = cfg.group, cfg.threads, cfg.block_m()
+    # The tile is the row padded to whole rounds of the group; the padding is never loaded or
+    # stored (TileLang bounds-checks each 16-byte vector against C) and adds zeros to the sum.
+    width = vectors_per_thread(C, group) * group * VEC
     accum = "float32"
     inv_c = 1.0 / C
     m = T.dynamic("m")
@@ -131,25 +143,25 @@ def rmsnorm_silu_program(C: int, dtype: str = "float16", config: RMSNormSiLUConf
         eps: T.float32,
     ):
         with T.Kernel(T.ceildiv(m, block_m), threads=threads) as bx:
-            x = T.alloc_fragment((block_m, C), dtype)       # the rows, kept in registers
-            sq = T.alloc_fragment((block_m, C), accum)      # x^2 in fp32 (folded away by nvcc)
-            rstd = T.alloc_fragment((block_m,), accum)      # one 1/rms per row
-            y = T.alloc_fragment((block_m, C), dtype)
+            x = T.alloc_fragment((block_m, width), dtype)       # the rows, kept in registers
+            sq = T.alloc_fragment((block_m, width), accum)      # x^2 in fp32 (folded away by nvcc)
+            rstd = T.alloc_fragment((block_m,), accum)          # one 1/rms per row
+            y = T.alloc_fragment((block_m, width), dtype)
             # The fix for the non-power-of-two widths: we choose the layout, inference doesn't.
             T.annotate_layout({
-                x: row_group_layout(block_m, C, group, threads),
-                sq: row_group_layout(block_m, C, group, threads),
-                y: row_group_layout(block_m, C, group, threads),
+                x: row_group_layout(block_m, width, group, threads),
+                sq: row_group_layout(block_m, width, group, threads),
+                y: row_group_layout(block_m, width, group, threads),
             })
-            # Global -> registers, 16-byte vectors; rows >= m are predicated off (ragged M).
+            # Global -> registers, 16-byte vectors; rows >= m and vectors >= C are predicated off.
             T.copy(X[bx * block_m, 0], x)
-            for i, j in T.Parallel(block_m, C):
+            for i, j in T.Parallel(block_m, width):
                 sq[i, j] = T.Cast(accum, x[i, j]) * T.Cast(accum, x[i, j])
             # fp32 sum of squares; the reduction crosses only the `group` threads of a row.
             T.reduce_sum(sq, rstd, dim=1)
             for i in T.Parallel(block_m):
                 rstd[i] = T.rsqrt(rstd[i] * inv_c + eps)
-            for i, j in T.Parallel(block_m, C):
+            for i, j in T.Parallel(block_m, width):
                 v = T.Cast(accum, x[i, j]) * rstd[i] * T.Cast(accum, Gamma[j])
                 # silu(v) = v / (1 + e^-v), with e^-v = 2^(-v log2 e): exp2f is one ex2.approx.
                 y[i, j] = T.Cast(dtype, v / (1.0 + T.exp2(v * -LOG2_E)))
@@ -206,8 +218,11 @@ def build_rmsnorm_silu(C: int, dtype: str = "float16", config: RMSNormSiLUConfig
     Call as ``kernel(x2d, gamma, y2d, eps)`` with contiguous CUDA tensors (the op does this).
     """
     check_channel_width(C)
-    cfg = config or default_config(C, dtype)
-    return _build(C, dtype, cfg, arch or runtime.current_arch())
+    if config is None:
+        from .widths import config_for      # the measured table (the rule where not measured)
+
+        config = config_for(C, dtype)
+    return _build(C, dtype, config, arch or runtime.current_arch())
 
 
 @functools.lru_cache(maxsize=None)

@@ -38,16 +38,62 @@ TRITON_WIDTHS = (96, 192, 384)
 # CPU: configs, layout, generated code
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("C", WIDTHS + (32, 64, 1056, 2048))
+@pytest.mark.parametrize("C", WIDTHS + (32, 64, 800, 1056, 2048, 8160, 8192))
 def test_default_config_tiles_the_row_with_16_byte_vectors(C):
     cfg = default_config(C)
-    n_vec = C // 8
-    assert cfg.group & (cfg.group - 1) == 0 and cfg.group <= 32, cfg
-    assert n_vec % cfg.group == 0, cfg
-    assert cfg.threads % 32 == 0 and cfg.threads % cfg.group == 0
-    assert n_vec // cfg.group >= 2, "each thread should own at least two 16-byte vectors of its row"
-    if C <= 1024:
-        assert C // cfg.group <= 40, "row kept in registers: at most 40 elements per thread"
+    assert cfg.group & (cfg.group - 1) == 0 and cfg.group in rs.valid_groups(C), cfg
+    assert cfg.threads % 32 == 0 and cfg.threads % cfg.group == 0 and cfg.threads <= 1024
+    v = rs.vectors_per_thread(C, cfg.group)
+    assert v <= 4, "row kept in registers: at most 4 vectors (32 elements) per thread"
+    assert v * cfg.group >= C // 8 > (v - 1) * cfg.group, "the padded row covers the row, no more than one round"
+
+
+def test_every_width_up_to_8192_has_candidate_layouts_including_the_rule():
+    from tilelang_tutorial.lessons.rmsnorm import widths
+
+    assert widths.WIDTHS == tuple(range(32, 8193, 32))
+    for C in widths.WIDTHS:
+        cands = widths.candidates(C)
+        assert cands and cands[0] == default_config(C) and len(set(cands)) == len(cands)
+        for cfg in cands:
+            assert cfg.group in rs.valid_groups(C) and cfg.threads % cfg.group == 0
+
+
+def test_the_width_table_covers_every_width_and_is_what_the_records_chose():
+    """The op reads width_table.json; it must hold a layout for every multiple of 32 up to 8192,
+    and each must be the fastest the current rmsnorm_widths records measured."""
+    from tilelang_tutorial import results
+    from tilelang_tutorial.lessons.rmsnorm import widths
+
+    if not widths.TABLE_FILE.exists():
+        pytest.skip("no width table yet: run python -m tilelang_tutorial bench rmsnorm_widths on a GPU")
+    widths.table.cache_clear()
+    table = widths.table()
+    assert set(table) == set(widths.WIDTHS), "the table must cover every multiple of 32 up to 8192"
+    recs = results.find(widths.SUITE)
+    assert widths.table_from_records(recs) == table, "width_table.json is not what the current records chose"
+
+
+@pytest.mark.parametrize("C,group", [(800, 32), (8160, 256), (96, 8), (224, 8)])
+def test_a_padded_row_matches_the_reference_in_the_emulator(C, group):
+    """When the group does not divide the row's vectors, the padding must be neither read nor written."""
+    cfg = rs.RMSNormSiLUConfig(group=group, threads=max(256, group))
+    assert (C // 8) % group, "this case is about padding"
+    x = checks.random_tensor((5, C), torch.float16, "cpu")
+    gamma = checks.random_tensor((C,), torch.float16, "cpu")
+    y = checks.poisoned((5, C), torch.float16, "cpu")
+    emulate.run(rs.rmsnorm_silu_program(C, "float16", cfg), x, gamma, y, 1e-5)
+    checks.assert_close(y, rs.rmsnorm_silu_reference(x, gamma), tolerance=checks.TOLERANCE["float16"],
+                        what=f"C={C} group={group} (padded)")
+
+
+def test_padding_is_bounds_checked_per_16_byte_vector_in_the_generated_cuda():
+    src = rs.build_rmsnorm_silu(800, "float16", config=rs.RMSNormSiLUConfig(group=32, threads=256),
+                                arch="sm_90a").get_kernel_source()
+    assert re.search(r"\*\(uint4\*\)\(X \+", src) and re.search(r"\*\(uint4\*\)\(Y \+", src)
+    guards = [line for line in src.splitlines() if line.strip().startswith("if (")]
+    assert len(guards) == 3, "three bounds checks: the load of X, the load of gamma, the store of Y"
+    assert sum("< m)" in g for g in guards) == 2, "X and Y are also checked against the rows"
 
 
 @pytest.mark.parametrize("C", [0, 16, 100, 1000, 97])
@@ -80,13 +126,15 @@ def test_row_group_layout_is_a_bijection_onto_threads_and_registers(C, group, th
 @pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_90a"])
 def test_generated_cuda_moves_16_byte_vectors_and_reduces_within_the_row_group(C, arch):
     # Same (C, dtype, arch) as catalog.ENTRIES: these builds are shared with test_compile_matrix.
+    from tilelang_tutorial.lessons.rmsnorm.widths import config_for
+
     kernel = rs.build_rmsnorm_silu(C, "float16", arch=arch)
     assert str(kernel.target.attrs["arch"]) == arch
     src = kernel.get_kernel_source()
-    cfg = default_config(C)
+    cfg = config_for(C)
     assert re.search(r"\*\(uint4\*\)\(X \+", src), "X must be loaded with 16-byte vectors"
     assert re.search(r"\*\(uint4\*\)\(Y \+", src), "Y must be stored with 16-byte vectors"
-    assert f"half_t x[{C // cfg.group}];" in src, "each thread holds C / group elements of its row"
+    assert f"half_t x[{rs.vectors_per_thread(C, cfg.group) * 8}];" in src, "each thread holds its vectors of the row"
     assert f"AllReduce<tl::SumOp, {cfg.group}, 1" in src, "the sum of squares crosses only the row's group"
     assert "__shared__" not in src, "no shared memory: the row lives in registers"
     assert "int m" in src, "M is dynamic: one kernel serves every row count"
@@ -99,13 +147,16 @@ def test_naive_kernel_gives_a_whole_row_to_each_thread_at_96():
     assert "uint4 condval" not in naive and "uint1 condval" in naive   # 4-byte global loads
     assert re.search(r"if \(\(\(\(int\)threadIdx\.x\) >> 3\) == 0\)", naive)  # 8 of 128 threads store
     ours = rs.build_rmsnorm_silu(96, "float16", arch="sm_90a").get_kernel_source()
-    assert "half_t x[24];" in ours and "uint4 condval" in ours
+    assert re.search(r"half_t x\[\d+\];", ours) and "uint4 condval" in ours
 
 
 def test_bfloat16_kernel_compiles_with_vectors():
+    from tilelang_tutorial.lessons.rmsnorm.widths import config_for
+
     kernel = rs.build_rmsnorm_silu(320, "bfloat16", arch="sm_90a")
     src = kernel.get_kernel_source()
-    assert "bfloat16_t x[40];" in src and re.search(r"\*\(uint4\*\)\(Y \+", src)
+    v = rs.vectors_per_thread(320, config_for(320, "bfloat16").group)
+    assert f"bfloat16_t x[{8 * v}];" in src and re.search(r"\*\(uint4\*\)\(Y \+", src)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -449,12 +500,9 @@ def test_vae_stage_shapes_model_720p():
 def test_benchmark_grid_is_valid():
     from tilelang_tutorial.lessons.rmsnorm import bench
 
-    assert bench.WIDTHS == WIDTHS
-    for C in (96, 160, 320, 640, 1024):
-        cfgs = bench.sweep_configs(C)
-        assert cfgs[0] == default_config(C) and len(cfgs) == len(set(cfgs))
-        for cfg in cfgs:
-            assert (C // 8) % cfg.group == 0 and cfg.threads % cfg.group == 0
+    assert set(WIDTHS) <= set(bench.WIDTHS)
+    assert bench.WIDTHS[:32] == tuple(range(32, 1025, 32)) and bench.WIDTHS[-1] == 8192
+    assert all(bench.rows_for(C) * C <= bench.MAX_ELEMENTS for C in bench.WIDTHS)
     assert bench.traffic_bytes(10, 96) == 2 * 10 * 96 * 2 + 96 * 2
     assert (640, "float16", "two_pass") in bench.run_jobs()
 
@@ -465,7 +513,8 @@ def test_a_two_pass_record_rebuilds_what_it_measured():
     from tilelang_tutorial.lessons import rmsnorm
 
     record = {"suite": "rmsnorm", "kernel": "rmsnorm_silu_two_pass", "dtype": "float16",
-              "config": {"C": 640, "block_m": 16, "block_C": 128, "threads": 128, "regime": "bandwidth", "variant": "two-pass"},
+              "config": {"C": 640, "block_m": 16, "block_C": 128, "threads": 128, "regime": "bandwidth", "variant": "two-pass",
+                         "reference_config": {"group": 16, "threads": 256, "rows_per_thread": 1, "block_m": 16}},
               "shape": {"name": "M=2^20", "leading": [1 << 20], "M": 1 << 20, "C": 640}}
     things = rmsnorm.measured(record)
     assert [results.describe_measured(t) for t in things] == ["TileLang program main"] * 2

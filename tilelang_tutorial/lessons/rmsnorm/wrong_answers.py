@@ -38,33 +38,34 @@ def wrong_residual_no_layout(C, dtype="float16"):
 
 def wrong_residual_after_norm(C, dtype="float16"):
     """Plausible wrong answer: fast layout, but the residual is added after the norm."""
-    from .kernel import default_config, row_group_layout
+    from .kernel import VEC, default_config, row_group_layout, vectors_per_thread
 
     cfg = default_config(C, dtype)
     group, threads, block_m = cfg.group, cfg.threads, cfg.block_m()
+    width = vectors_per_thread(C, group) * group * VEC
     m = T.dynamic("m")
 
     @T.prim_func
     def main(X: T.Tensor((m, C), dtype), R: T.Tensor((m, C), dtype), Gamma: T.Tensor((C,), dtype),
              Y: T.Tensor((m, C), dtype), eps: T.float32):
         with T.Kernel(T.ceildiv(m, block_m), threads=threads) as bx:
-            x = T.alloc_fragment((block_m, C), dtype)
-            r = T.alloc_fragment((block_m, C), dtype)
-            sq = T.alloc_fragment((block_m, C), "float32")
+            x = T.alloc_fragment((block_m, width), dtype)
+            r = T.alloc_fragment((block_m, width), dtype)
+            sq = T.alloc_fragment((block_m, width), "float32")
             rstd = T.alloc_fragment((block_m,), "float32")
-            y = T.alloc_fragment((block_m, C), dtype)
-            T.annotate_layout({x: row_group_layout(block_m, C, group, threads),
-                               r: row_group_layout(block_m, C, group, threads),
-                               sq: row_group_layout(block_m, C, group, threads),
-                               y: row_group_layout(block_m, C, group, threads)})
+            y = T.alloc_fragment((block_m, width), dtype)
+            T.annotate_layout({x: row_group_layout(block_m, width, group, threads),
+                               r: row_group_layout(block_m, width, group, threads),
+                               sq: row_group_layout(block_m, width, group, threads),
+                               y: row_group_layout(block_m, width, group, threads)})
             T.copy(X[bx * block_m, 0], x)
             T.copy(R[bx * block_m, 0], r)
-            for i, j in T.Parallel(block_m, C):
+            for i, j in T.Parallel(block_m, width):
                 sq[i, j] = T.Cast("float32", x[i, j]) * T.Cast("float32", x[i, j])
             T.reduce_sum(sq, rstd, dim=1)
             for i in T.Parallel(block_m):
                 rstd[i] = T.rsqrt(rstd[i] / C + eps)
-            for i, j in T.Parallel(block_m, C):
+            for i, j in T.Parallel(block_m, width):
                 v = T.Cast("float32", x[i, j]) * rstd[i] * T.Cast("float32", Gamma[j]) + T.Cast("float32", r[i, j])
                 y[i, j] = T.Cast(dtype, v / (1.0 + T.exp2(v * -_LOG2_E)))
             T.copy(y, Y[bx * block_m, 0])
@@ -72,8 +73,16 @@ def wrong_residual_after_norm(C, dtype="float16"):
     return main
 
 
-def rmsnorm_config_warp_per_row():
-    """A warp per row, as for C = 256: 32 lanes do not divide C/8 = 80 vectors (CPU, no compile)."""
+def rmsnorm_config_five_lanes():
+    """Five lanes per row, because 80 vectors / 5 = 16 each: but the sum's butterfly pairs lanes by
+    halves, so a group must be a power of two (CPU, no compile)."""
     from .kernel import RMSNormSiLUConfig
 
-    return RMSNormSiLUConfig(group=32, threads=256)
+    return RMSNormSiLUConfig(group=5, threads=160)
+
+
+def rmsnorm_config_one_lane_per_row():
+    """One lane holds a whole row of 640: correct, but far too many registers (ptxas spills)."""
+    from .kernel import RMSNormSiLUConfig
+
+    return RMSNormSiLUConfig(group=1, threads=128)
