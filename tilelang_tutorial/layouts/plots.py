@@ -7,7 +7,7 @@ from typing import Sequence
 import numpy as np
 
 from .banks import AccessPattern, bank_conflicts, bank_map
-from .inference import BANK_BYTES, NUM_BANKS, WARP_SIZE, WARPGROUP_SIZE, LayoutInfo, fragment_info
+from .inference import BANK_BYTES, NUM_BANKS, WARP_SIZE, WARPGROUP_SIZE, LayoutInfo, fragment_info, shared_info
 
 def _plt():
     import matplotlib.pyplot as plt

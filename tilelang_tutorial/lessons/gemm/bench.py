@@ -89,12 +89,30 @@ def tflops(M, N, K, ms) -> float:
     return 2.0 * M * N * K / (ms * 1e-3) / 1e12
 
 
+def _precompile_job(job):
+    """Worker-process entry (fills TileLang's disk cache): a plain ``(N, K, config, dtype)`` job or
+    a rule job ``(N, K, config, split, dtype)``."""
+    from . import split_k
+
+    if len(job) == 5:
+        N, K, cfg, split, dtype = job
+        if split > 1:
+            split_k.build_split_k(N, K, split, cfg, dtype)
+            return
+        job = (N, K, cfg, dtype)
+    N, K, cfg, dtype = job
+    gr.build_gemm_relu(N, K, config=cfg, dtype=dtype)
+
+
 def compile_many(jobs, *, arch=None, workers=None, verbose=True):
-    """Compile ``[(N, K, config, dtype), ...]`` at once; returns {job: kernel or the exception}."""
+    """Compile ``[(N, K, config, dtype), ...]`` (in worker processes first: TileLang's lowering
+    holds the GIL); returns {job: kernel or the exception}."""
     def build(job):
         N, K, cfg, dtype = job
         return gr.build_gemm_relu(N, K, config=cfg, dtype=dtype, arch=arch)
 
+    if arch is None and len(jobs) > 2:
+        runtime.precompile(jobs, f"{__name__}:_precompile_job", workers=workers)
     return runtime.compile_parallel(jobs, build, workers=workers, verbose=verbose,
                                     describe=lambda j: f"{j[2].name} N={j[0]} K={j[1]} {j[3]}")
 
@@ -350,6 +368,8 @@ def prebuild_rule(choices, arch=None):
             return split_k.build_split_k(N, K, split, cfg, dt, arch)
         return gr.build_gemm_relu(N, K, config=cfg, dtype=dt, arch=arch)
 
+    if arch is None:
+        runtime.precompile(jobs, f"{__name__}:_precompile_job")
     built = runtime.compile_parallel(jobs, build, verbose=False)
     bad = {j: e for j, e in built.items() if isinstance(e, Exception)}
     if bad:

@@ -107,11 +107,17 @@ def build_mla_decode(h_q: int, dtype: str = "float16", *, split: bool = False,
     return _build(int(h_q), str(dtype), bool(split), scale, int(num_stages), arch, schedule)
 
 
+def _precompile_job(job):
+    build_mla_decode(**dict(job))
+
+
 def prebuild(configs, *, arch: str | None = None, workers: int | None = None) -> list:
     """Compile several configurations at once (``configs``: dicts of ``build_mla_decode``
     keyword arguments) with :func:`runtime.compile_parallel`; the kernels land in the same
     lru_cache. Raises the first configuration's error if any failed to build."""
     jobs = [tuple(sorted({"arch": arch, **c}.items())) for c in configs]
+    if len(jobs) > 1:      # lowering holds the GIL: compile in processes into the disk cache first
+        runtime.precompile(jobs, f"{__name__}:_precompile_job", workers=workers)
     built = runtime.compile_parallel(jobs, lambda job: build_mla_decode(**dict(job)), workers=workers,
                                      verbose=False)
     for job in jobs:
