@@ -326,21 +326,25 @@ GPU_CASES = [
 ]
 
 
+#: (h_q, schedule) pairs run on the GPU: every schedule at the two head counts the benchmark uses,
+#: the auto schedule at the others (each pair is 4 kernels: fp16/bf16 x split or not)
+GPU_HEADS_SCHEDULES = [(h, s) for h in (16, 128) for s in op.SCHEDULES] + [(32, "auto"), (64, "auto")]
+
+
 @pytest.fixture(scope="module")
 def gpu_kernels():
     if not GPU:
         pytest.skip("needs a CUDA GPU")
-    cfgs = [dict(h_q=h, dtype=d, split=s, schedule=sch) for h in common.SUPPORTED_HEADS
-            for d in ("float16", "bfloat16") for s in (False, True) for sch in op.SCHEDULES]
+    cfgs = [dict(h_q=h, dtype=d, split=s, schedule=sch) for h, sch in GPU_HEADS_SCHEDULES
+            for d in ("float16", "bfloat16") for s in (False, True)]
     cfgs += [dict(h_q=128, dtype="float16", split=s, softmax_scale=common.deepseek_v3_softmax_scale())
              for s in (False, True)]
-    op.prebuild(cfgs)   # compile the 18 kernels in parallel once
+    op.prebuild(cfgs)   # compile them in parallel once
 
 
 @requires_gpu
-@pytest.mark.parametrize("schedule", op.SCHEDULES)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("h", common.SUPPORTED_HEADS)
+@pytest.mark.parametrize("h,schedule", GPU_HEADS_SCHEDULES)
 @pytest.mark.parametrize("lens,num_split", GPU_CASES)
 def test_gpu_matches_reference(gpu_kernels, dtype, h, lens, num_split, schedule):
     x = reference.make_paged_inputs(len(lens), h, lens, dtype=getattr(torch, dtype), device="cuda",
