@@ -202,8 +202,8 @@ def test_1d_sm120a_compiles_a_kernel_that_cannot_launch():
         kernel = _compile(big_tile_program(), "sm_120a")
     except Exception as err:  # noqa: BLE001
         raise AssertionError(gone("no shared-memory check at compile time",
-                                  "tilelang_tutorial/runtime.py (ARCHS smem_per_block) and lessons/mla/op.py "
-                                  "(stages_for)") + f"; it now says: {str(err).splitlines()[-1:]}") from err
+                                  "tilelang_tutorial/runtime.py (ARCHS smem_per_block), lessons/gemm/rule.py "
+                                  "(fits) and lessons/mla/op.py (stages_for)") + f"; it now says: {str(err).splitlines()[-1:]}") from err
     assert [int(b) for b in dynamic_shared_bytes(kernel)] == [196608]
     assert 196608 > runtime.ARCHS["sm_120a"].smem_per_block == 101376
 
@@ -272,7 +272,8 @@ def test_3_one_tma_operand_doubles_the_producer_lowering():
     src = _lower_source(ragged_gemm(1000, 999), "sm_90a")
     assert "__launch_bounds__(512, 1)" in src and "warpgroup_reg" not in src, gone(
         "256-thread plain-load producer + 256 consumers = 512 threads, 128 registers each",
-        "tilelang_tutorial/lessons/gemm/kernel.py (any shape-dependent config fallback added for it)")
+        "tilelang_tutorial/lessons/gemm/rule.py (choose: seed config for N % 8 or K % 8) and kernel.py "
+        "(check_config_for_shape)")
     assert "tma_load(B_desc" in src and "tma_load(A_desc" not in src
     aligned = _lower_source(ragged_gemm(1000, 1000), "sm_90a")      # both TMA: 128 producer threads
     assert "__launch_bounds__(384, 1)" in aligned and "warpgroup_reg_alloc<240>" in aligned
@@ -282,7 +283,8 @@ def test_3_one_tma_operand_doubles_the_producer_lowering():
 def test_3_one_tma_operand_runs_out_of_registers_in_ptxas():
     err = build_error(lambda: _compile(ragged_gemm(1000, 999), "sm_90a"))
     assert err is not None, gone("ptxas 'Insufficient registers' for a 128x256 tile with K % 8 != 0",
-                                 "tilelang_tutorial/lessons/gemm/kernel.py (any shape-dependent config fallback)")
+                                 "tilelang_tutorial/lessons/gemm/rule.py (choose) and kernel.py "
+                                 "(check_config_for_shape)")
     assert "Insufficient registers (128)" in str(err), changed("3", err)
 
 
