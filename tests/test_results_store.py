@@ -185,3 +185,19 @@ def test_every_suite_has_a_file_and_no_committed_record_is_stale():
         "recorded GPU results no longer match what their configuration builds; re-run the benchmark on a "
         "GPU (python -m tilelang_tutorial bench SUITE) and commit results/:\n"
         + "\n".join(f"  {r['suite']}/{r['kernel']} {r['config']} {r['shape']}: {r.staleness}" for r in stale))
+
+
+def test_code_fingerprints_do_not_depend_on_the_python_version():
+    """Records are measured on the GPU runner's Python (3.12) and checked on a reader's (3.10+):
+    fields later Pythons add to the AST, and 3.12.1's empty constants in nested format specs, must
+    not change a fingerprint."""
+    import ast
+
+    a = ast.parse("def f(x):\n    return f'{x:>{8}}'\n")
+    b = ast.parse("def f(x):\n    return f'{x:>{8}}'\n")
+    spec = b.body[0].body[0].value.values[0].format_spec
+    spec.values.append(ast.Constant(""))                  # what Python 3.12.1 produces
+    b.body[0].type_params = []                            # what Python 3.12 adds
+    assert results._canonical(a) == results._canonical(b)
+    c = ast.parse("def f(x):\n    return f'{x:<{8}}'\n")
+    assert results._canonical(a) != results._canonical(c), "a real change must still change it"

@@ -230,7 +230,11 @@ class GoalResult:
         g = self.goal
         head = f"{g['name']}" + (f" [{self.group}]" if self.group is not None else "")
         if self.met is None:
-            return f"{head}: goal {g['min']} {g['unit']} — nothing current recorded"
+            bound = f"<= {g['max']}" if "max" in g else f">= {g['min']}"
+            return f"{head}: goal {bound} {g['unit']} — nothing current recorded"
+        if "max" in g:
+            return (f"{head}: goal <= {g['max']} {g['unit']}, highest {_fmt(max(self.values))} over "
+                    f"{len(self.values)} record(s): {'met' if self.met else 'NOT met'}")
         if g.get("aggregate") == "geomean":
             return (f"{head}: goal geometric mean >= {g['min']} {g['unit']}, geometric mean "
                     f"{_fmt(_geomean(self.values))} (lowest {_fmt(min(self.values))}) over {len(self.values)} "
@@ -255,8 +259,13 @@ def goal_results(suite: str, *, by: str | None = None) -> list[GoalResult]:
         keys = sorted({field(r, by) for r in recs}, key=str) if by else [None]
         for key in keys or [None]:
             vals = [field(r, g.get("metric", "value")) for r in recs if by is None or field(r, by) == key]
-            agg = _geomean if g.get("aggregate") == "geomean" else min
-            out.append(GoalResult(g, key, vals, (agg(vals) >= g["min"]) if vals else None))
+            vals = [v for v in vals if v is not None]
+            if "max" in g:
+                met = (max(vals) <= g["max"]) if vals else None
+            else:
+                agg = _geomean if g.get("aggregate") == "geomean" else min
+                met = (agg(vals) >= g["min"]) if vals else None
+            out.append(GoalResult(g, key, vals, met))
     return out
 
 

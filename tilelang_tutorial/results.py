@@ -54,8 +54,31 @@ class ResultsSchemaError(ValueError):
 # Fingerprints: what ran
 # ------------------------------------------------------------------------------------------------
 
+#: AST fields that differ between Python versions without the code differing (3.12 added
+#: ``type_params``; ``kind`` and ``ctx`` carry nothing a reader wrote).
+_VERSION_FIELDS = {"type_params", "type_comment", "kind", "ctx"}
+
+
+def _canonical(node) -> str:
+    """A dump of an AST that is the same on Python 3.10 to 3.13 for the same code (``ast.dump``
+    is not: a record measured on the GPU runner's 3.12 must check as current on a reader's 3.11)."""
+    if isinstance(node, ast.AST):
+        parts = []
+        for name, value in ast.iter_fields(node):
+            if name in _VERSION_FIELDS or value is None or value == []:
+                continue
+            if isinstance(node, ast.JoinedStr) and name == "values":
+                # 3.12.1 adds an empty Constant to nested format specs
+                value = [v for v in value if not (isinstance(v, ast.Constant) and v.value == "")]
+            parts.append(f"{name}={_canonical(value)}")
+        return f"{type(node).__name__}({','.join(parts)})"
+    if isinstance(node, list):
+        return "[" + ",".join(_canonical(v) for v in node) + "]"
+    return repr(node)
+
+
 def _python_code(obj) -> str:
-    """A function's or class's code without docstrings and comments (an AST dump)."""
+    """A function's or class's code without docstrings and comments, the same on every Python."""
     tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
@@ -63,7 +86,7 @@ def _python_code(obj) -> str:
                 and isinstance(getattr(body[0], "value", None), ast.Constant)
                 and isinstance(body[0].value.value, str)):
             node.body = body[1:] or [ast.Pass()]
-    return ast.dump(tree, annotate_fields=False, include_attributes=False)
+    return _canonical(tree)
 
 
 def describe_measured(thing) -> str:

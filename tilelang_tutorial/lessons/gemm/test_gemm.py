@@ -357,13 +357,20 @@ def test_the_model_splits_k_when_c_is_small(monkeypatch):
     """The rule's logic on made-up rates (the real ones come from results/gemm_rates.json)."""
     steps = {name: rule.step_us(rate, rule.CANDIDATES[name], 132)
              for name, rate in {"tuned": 700, "seed": 500, "narrow": 450, "narrow_wide": 480}.items()}
-    monkeypatch.setattr(rule, "measured_rates", lambda arch: (steps, 4.0, 4000.0, 132, "test rates"))
-    small = rule.choose(1, 4096, 4096, "float16", "sm_90a")
+    rates = (steps, 4.0, 4000.0, 132, "test rates")
+    small = rule.model_choice(1, 4096, 4096, "sm_90a", rates)
     assert small.name == "narrow" and small.split > 1, small
-    big = rule.choose(8192, 8192, 8192, "float16", "sm_90a")
+    big = rule.model_choice(8192, 8192, 8192, "sm_90a", rates)
     assert big.name == "tuned" and big.split == 1, big
     # the prediction is monotone in the work
-    assert rule.choose(16, 4096, 4096).predicted_us < rule.choose(16, 4096, 8192).predicted_us
+    assert (rule.model_choice(16, 4096, 4096, "sm_90a", rates).predicted_us
+            < rule.model_choice(16, 4096, 8192, "sm_90a", rates).predicted_us)
+
+
+def test_the_op_keeps_the_measured_configurations_while_the_model_is_off():
+    assert not rule.MODEL_ENABLED
+    assert rule.choose(1, 4096, 4096, "float16", "sm_90a").config == gr.tuned_config("float16")
+    assert rule.choose(16, 4096, 4096, "float16", "sm_120").config == gr.SEED_CONFIG
 
 
 @pytest.mark.parametrize("M,N,K,split", [(5, 264, 1000, 3), (1, 128, 256, 2), (130, 200, 640, 4)])

@@ -335,4 +335,10 @@ GOALS = (
      "where": {"config.label": "small-batch auto", "shape.batch": 4}},
     {"name": "h_q 16 (TP8), b 128, kv 8192-32768", "min": 3.0, "unit": "TB/s",
      "where": {"config.label": "h16 (TP8)"}},
+    {"name": "issue 17: h_q 128, b 64/128, kv 4096-32768 (FlashMLA publishes 660 on an H800)", "min": 620,
+     "unit": "TFLOP/s", "where": {"config.label": "h128"}},
+    {"name": "issue 17: plan.run back to back, over the prepared launch, b 64 kv 8192 and b 1 kv 32768", "max": 1.10,
+     "unit": "x", "metric": "op_path.plan_run.ratio_to_prepared_launch",
+     "where": {"config.path": "plan.run", "dtype": "float16", "config.schedule": "seesaw",
+               "config.label": ["h128", "small-batch auto"], "shape.batch": [1, 64], "shape.kv_len": [8192, 32768]}},
 )

@@ -24,7 +24,9 @@ rows. ``eps`` is a runtime argument.
 """
 # No `from __future__ import annotations`: T.prim_func evaluates the kernel's annotations.
 import functools
+import json
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import tilelang.language as T
 from tilelang.layout import Fragment
@@ -218,11 +220,30 @@ def build_rmsnorm_silu(C: int, dtype: str = "float16", config: RMSNormSiLUConfig
     Call as ``kernel(x2d, gamma, y2d, eps)`` with contiguous CUDA tensors (the op does this).
     """
     check_channel_width(C)
-    if config is None:
-        from .widths import config_for      # the measured table (the rule where not measured)
+    return _build(C, dtype, config or config_for(C, dtype), arch or runtime.current_arch())
 
-        config = config_for(C, dtype)
-    return _build(C, dtype, config, arch or runtime.current_arch())
+
+#: The layout of each width, measured (written by ``bench rmsnorm_widths``; see :mod:`.widths`).
+TABLE_FILE = Path(__file__).with_name("width_table.json")
+
+
+@functools.lru_cache(maxsize=None)
+def table() -> dict:
+    """``{C: RMSNormSiLUConfig}`` from ``width_table.json`` (empty when the sweep has not run)."""
+    if not TABLE_FILE.exists():
+        return {}
+    doc = json.loads(TABLE_FILE.read_text(encoding="utf-8"))
+    return {int(C): RMSNormSiLUConfig(group=g, threads=t) for C, (g, t) in doc["configs"].items()}
+
+
+def config_for(C: int, dtype: str = "float16") -> RMSNormSiLUConfig:
+    """The measured layout for width C, or the rule (:func:`default_config`) where none was measured."""
+    return table().get(C) or default_config(C, dtype)
+
+
+def source(C: int) -> str:
+    """'measured' or 'rule': where :func:`config_for` got width C's layout."""
+    return "measured" if C in table() else "rule"
 
 
 @functools.lru_cache(maxsize=None)

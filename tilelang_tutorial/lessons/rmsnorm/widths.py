@@ -10,11 +10,12 @@ that the table is what the current records chose). A width outside it (C > 8192)
 """
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 
-from .kernel import VEC, RMSNormSiLUConfig, check_channel_width, default_config, valid_groups
+from .kernel import (  # noqa: F401  (config_for, source, table, TABLE_FILE: the op's side, re-exported)
+    TABLE_FILE, VEC, RMSNormSiLUConfig, check_channel_width, config_for, default_config, source, table, valid_groups,
+)
 
 SUITE = "rmsnorm_widths"
 WIDTHS = tuple(range(32, 8192 + 1, 32))
@@ -42,18 +43,6 @@ def candidates(C: int) -> list[RMSNormSiLUConfig]:
     return out
 
 
-TABLE_FILE = Path(__file__).with_name("width_table.json")
-
-
-@functools.lru_cache(maxsize=None)
-def table() -> dict:
-    """``{C: RMSNormSiLUConfig}`` from ``width_table.json`` (empty when the sweep has not run)."""
-    if not TABLE_FILE.exists():
-        return {}
-    doc = json.loads(TABLE_FILE.read_text(encoding="utf-8"))
-    return {int(C): RMSNormSiLUConfig(group=g, threads=t) for C, (g, t) in doc["configs"].items()}
-
-
 def table_from_records(records) -> dict:
     """``{C: RMSNormSiLUConfig}``: what each ``rmsnorm_widths`` record chose."""
     return {int(r["shape"]["C"]): RMSNormSiLUConfig(group=r["config"]["group"], threads=r["config"]["threads"])
@@ -69,11 +58,3 @@ def write_table(records, provenance: str) -> Path:
     return TABLE_FILE
 
 
-def config_for(C: int, dtype: str = "float16") -> RMSNormSiLUConfig:
-    """The measured choice for width C, or the rule where nothing was measured."""
-    return table().get(C) or default_config(C, dtype)
-
-
-def source(C: int) -> str:
-    """'measured' or 'rule': where :func:`config_for` got width C's configuration."""
-    return "measured" if C in table() else "rule"

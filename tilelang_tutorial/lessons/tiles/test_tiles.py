@@ -19,10 +19,13 @@ def test_bad_input_is_named():
         scale_copy.build_scale_copy(64, dtype="int8")
 
 
-@pytest.mark.skipif(HAS_GPU, reason="compile-only behaviour")
-def test_cpu_tensor_without_gpu_says_so():
-    with pytest.raises(runtime.NoGPUError, match="needs a CUDA GPU"):
-        scale_copy.scale_copy(torch.randn(4, 4), 2.0)
+@pytest.mark.skipif(HAS_GPU, reason="the emulated mode")
+def test_without_a_gpu_the_ops_run_in_the_emulator():
+    x = checks.random_tensor((77, 384), torch.float16, "cpu")
+    y = checks.poisoned((77, 384), torch.float16, "cpu")
+    scale_copy.scale_copy(x, -1.5, out=y)
+    checks.assert_close(y, scale_copy.scale_copy_reference(x, -1.5), tolerance=checks.TOLERANCE["float16"])
+    assert runtime.mode().name == "emulated"
 
 
 @pytest.mark.gpu
