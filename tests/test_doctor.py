@@ -9,7 +9,9 @@ def test_doctor_gives_a_verdict():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     verdict = proc.stdout.strip().splitlines()[-1]
     assert verdict.startswith("VERDICT: ready")
-    assert ("GPU mode" in verdict) == HAS_GPU and ("compile-only" in verdict) == (not HAS_GPU)
+    assert ("GPU mode" in verdict) == HAS_GPU and ("emulated mode" in verdict) == (not HAS_GPU)
+    if not HAS_GPU:
+        assert "ran it in the tile emulator: y == x + 1" in proc.stdout
 
 
 def test_doctor_rejects_an_unknown_arch():

@@ -30,3 +30,30 @@ def test_readme_opens_with_the_two_commands():
     first = [l for l in blocks[0].splitlines() if l.strip() and not l.startswith("#")]
     assert first == ["./tutorial lab", "./tutorial test"], first
     assert "./tutorial test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_nvcc_from_pypi_compiles_with_the_system_toolkit_hidden(tmp_path):
+    """Where no CUDA toolkit is installed, ./tutorial setup installs NVIDIA's nvcc wheels; with no
+    nvcc on PATH and no CUDA_HOME, the runtime and TileLang must find and use that one."""
+    import os
+    import subprocess
+    import sys
+
+    import pytest
+
+    from tilelang_tutorial import runtime
+
+    if runtime.pypi_nvcc() is None:
+        pytest.skip("nvidia-cuda-nvcc is not installed here (./tutorial setup installs it only without a toolkit)")
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH")}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
+                                  if not os.path.exists(os.path.join(p, "nvcc")))
+    env["TILELANG_CACHE_DIR"] = str(tmp_path)       # a cold cache: nvcc must really run
+    code = ("import tilelang_tutorial as tt, tilelang.env as e; from tilelang_tutorial import runtime;"
+            "from tilelang_tutorial.lessons.tiles.scale_copy import build_scale_copy;"
+            "k = build_scale_copy(1000, dtype='float16', arch='sm_90a');"
+            "print(runtime.nvcc_path()); print(e.CUDA_HOME); print('__global__' in k.get_kernel_source())")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    nvcc, cuda_home, compiled = out.stdout.strip().splitlines()[-3:]
+    assert "nvidia" in nvcc and nvcc.startswith(cuda_home) and compiled == "True", out.stdout

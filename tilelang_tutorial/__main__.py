@@ -89,14 +89,26 @@ def doctor() -> int:
             except Exception as exc:
                 problems.append(f"launching the tiny kernel failed: {type(exc).__name__}: {exc}")
                 _line(False, problems[-1])
+    if not m.can_run:
+        x = torch.randn(1000)
+        y = torch.full_like(x, float("nan"))
+        try:
+            tt.run(tt.runtime.probe_program(), x, y)
+            ok = bool(torch.equal(y, x + 1))
+            _line(ok, "ran it in the tile emulator: " + ("y == x + 1 for all 1000 elements" if ok else "WRONG result"))
+            if not ok:
+                problems.append("the tiny kernel ran in the emulator but gave a wrong answer")
+        except Exception as exc:
+            problems.append(f"running the tiny kernel in the emulator failed: {type(exc).__name__}: {exc}")
+            _line(False, problems[-1])
     if problems:
         print("VERDICT: not ready —", "; ".join(problems))
         return 1
     if m.can_run:
         print(f"VERDICT: ready — GPU mode on {m.device_name}: notebooks compile, run, check and time kernels.")
     else:
-        print(f"VERDICT: ready — compile-only mode for {m.arch}: notebooks compile kernels and show "
-              "generated code, layouts and recorded GPU results; nothing is launched.")
+        print(f"VERDICT: ready — emulated mode for {m.arch}: notebooks compile kernels (real generated code and "
+              "layouts), run them in the tile emulator on the CPU (correctness only) and show recorded GPU timings.")
     return 0
 
 

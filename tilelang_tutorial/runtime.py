@@ -280,10 +280,26 @@ def nvcc_path() -> str | None:
 
 @functools.lru_cache(maxsize=8)
 def _nvcc_lookup(cuda_home: str | None, path: str) -> str | None:
-    # cached per (CUDA_HOME, PATH): every op call asks for the mode, and a PATH walk is slow
+    # cached per (CUDA_HOME, PATH): every op call asks for the mode, and a PATH walk is slow.
+    # The order is TileLang 0.1.15's (tilelang/env.py): CUDA_HOME, nvcc on PATH, then NVIDIA's
+    # PyPI compiler (nvidia-cuda-nvcc >= 13, what ./tutorial setup installs where no toolkit is).
     if cuda_home and os.path.exists(os.path.join(cuda_home, "bin", "nvcc")):
         return os.path.join(cuda_home, "bin", "nvcc")
-    return shutil.which("nvcc", path=path)
+    return shutil.which("nvcc", path=path) or pypi_nvcc()
+
+
+def pypi_nvcc() -> str | None:
+    """nvcc from the ``nvidia-cuda-nvcc`` wheel (``site-packages/nvidia/cu13/bin/nvcc``), if installed."""
+    import importlib.metadata
+
+    try:
+        files = importlib.metadata.files("nvidia-cuda-nvcc") or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for f in files:
+        if f.name == "nvcc" and os.access(str(f.locate()), os.X_OK):
+            return str(f.locate())
+    return None
 
 
 def compile_kernel(
