@@ -463,6 +463,35 @@ class NotebookPage:
     def inspectors(self) -> list[dict]:
         return self.page.evaluate(_JS_INSPECTORS)
 
+    def check_layout_picker(self, timeout: float = 300) -> dict:
+        """Notebook 03's layout picker: the buffer dropdown and the drawing agree, and picking another
+        buffer replaces the drawing (one image, naming the new buffer) instead of adding one."""
+        root = ".tl-layout-picker"
+        self.page.locator(root).first.wait_for(timeout=60_000)
+
+        def state():
+            return self.page.evaluate(
+                """(sel) => { const r = document.querySelector(sel);
+                     const selects = [...r.querySelectorAll('select')];
+                     const out = r.querySelector('.jp-OutputArea, .widget-output') || r;
+                     return {buffer: selects[1].value, options: [...selects[1].options].map(o => o.value),
+                             images: [...out.querySelectorAll('img')].filter(im => im.complete && im.naturalWidth > 0).length,
+                             text: out.textContent}; }""", root)
+
+        first = state()
+        assert first["images"] == 1, f"the picker shows {first['images']} drawings at first"
+        assert first["buffer"] in first["text"], f"the picker's drawing does not name its buffer {first['buffer']!r}"
+        new = next(o for o in first["options"] if o != first["buffer"])
+        self.page.select_option(f"{root} select >> nth=1", new)
+        deadline = time.time() + timeout
+        now = state()
+        while time.time() < deadline and not (new in now["text"] and now["images"] == 1):
+            time.sleep(0.5)
+            now = state()
+        assert new in now["text"], f"after picking {new!r} the drawing still describes another buffer"
+        assert now["images"] == 1, f"after picking {new!r} the picker shows {now['images']} drawings (it must replace)"
+        return {"first": first["buffer"], "then": new, "images": now["images"]}
+
     def cuda_text(self, index: int) -> str:
         return self.page.evaluate(
             "(i) => document.querySelector(`[data-tl-inspector=\"${i}\"] .tl-source`).textContent", index)

@@ -39,7 +39,7 @@ CASES = {
     # A KernelInspector whose rebuild fails: the inspector catches it and says so in red.
     "inspector_rebuild_fails": (
         "from tilelang_tutorial.inspector import inspect_kernel\n"
-        "from tilelang_tutorial.kernels import scale_copy\n"
+        "from tilelang_tutorial.lessons.tiles import scale_copy\n"
         "kernel = scale_copy.build_scale_copy(4096, dtype='float16')\n"
         "def rebuild(**p):\n"
         "    raise ValueError('deliberately broken rebuild')\n"
@@ -89,8 +89,9 @@ def test_inspector_latency_chart_renders(lab, open_notebook):
     a generated notebook; the bars are a test fixture, labelled as such, not a measurement.)
     """
     source = (
-        "from tilelang_tutorial.inspector import Bar, LatencyReport, inspect_kernel\n"
-        "from tilelang_tutorial.kernels import scale_copy\n"
+        "from tilelang_tutorial.inspector import inspect_kernel\n"
+        "from tilelang_tutorial.report import Bar, LatencyReport\n"
+        "from tilelang_tutorial.lessons.tiles import scale_copy\n"
         "kernel = scale_copy.build_scale_copy(4096, dtype='float16')\n"
         "bars = [Bar('kernel', 0.010, 'kernel'), Bar('reference', 0.012, 'reference'), Bar('floor', 0.008, 'floor')]\n"
         "insp = inspect_kernel(kernel, latency=LatencyReport(bars=bars, source='recorded', note='test fixture, not a measurement'))"

@@ -43,6 +43,9 @@ def notebook_facts(path) -> dict:
         "figure_cells": [i for i in code if FIGURE_CALL.search(_source(cells[i]))],
         "uses_inspector": any("inspect_kernel(" in _source(cells[i]) or "KernelInspector(" in _source(cells[i])
                               for i in code),
+        # each call shows one inspector (the widget, or its static fallback, never both)
+        "inspector_calls": sum(len(re.findall(r"^\S.*\binspect_kernel\(", _source(cells[i]), re.M)) for i in code),
+        "uses_picker": any("layout_picker(" in _source(cells[i]) for i in code),
     }
 
 
@@ -79,6 +82,11 @@ def test_notebook_in_jupyterlab(lab, open_notebook, name):
         inspectors = nb.inspectors()
         if facts["uses_inspector"]:
             assert inspectors, f"{name}: the notebook calls inspect_kernel but no KernelInspector rendered"
+            assert len(inspectors) == facts["inspector_calls"], (
+                f"{name}: {facts['inspector_calls']} inspect_kernel calls but {len(inspectors)} inspectors on the page "
+                "(a result shown twice: widget and static fallback together?)")
+        if facts["uses_picker"]:
+            report["picker"] = nb.check_layout_picker()
         report["inspectors"] = []
         for insp in inspectors:
             i = insp["index"]

@@ -76,30 +76,24 @@ def doctor() -> int:
             problems.append(f"compiling a tiny kernel for {m.arch} failed: {type(exc).__name__}: {exc}")
             _line(False, problems[-1])
             kernel = None
-        if kernel is not None and m.can_run:
-            x = torch.randn(1000, device="cuda")
-            y = torch.full_like(x, float("nan"))
-            try:
-                kernel(x, y)
-                torch.cuda.synchronize()
-                ok = bool(torch.equal(y, x + 1))
-                _line(ok, "ran it on the GPU: " + ("y == x + 1 for all 1000 elements" if ok else "WRONG result"))
-                if not ok:
-                    problems.append("the tiny kernel ran but gave a wrong answer")
-            except Exception as exc:
-                problems.append(f"launching the tiny kernel failed: {type(exc).__name__}: {exc}")
-                _line(False, problems[-1])
-    if not m.can_run:
-        x = torch.randn(1000)
+    # run it the way this machine runs kernels: on the GPU (the compiled kernel), or in the emulator
+    if m.can_run and nvcc and kernel is not None:
+        runnable, where = kernel, "on the GPU"
+    elif not m.can_run:
+        runnable, where = tt.runtime.probe_program(), "in the tile emulator"
+    else:
+        runnable = None
+    if runnable is not None:
+        x = torch.randn(1000, device=m.device)
         y = torch.full_like(x, float("nan"))
         try:
-            tt.run(tt.runtime.probe_program(), x, y)
+            tt.run(runnable, x, y)
             ok = bool(torch.equal(y, x + 1))
-            _line(ok, "ran it in the tile emulator: " + ("y == x + 1 for all 1000 elements" if ok else "WRONG result"))
+            _line(ok, f"ran it {where}: " + ("y == x + 1 for all 1000 elements" if ok else "WRONG result"))
             if not ok:
-                problems.append("the tiny kernel ran in the emulator but gave a wrong answer")
+                problems.append(f"the tiny kernel ran {where} but gave a wrong answer")
         except Exception as exc:
-            problems.append(f"running the tiny kernel in the emulator failed: {type(exc).__name__}: {exc}")
+            problems.append(f"running the tiny kernel {where} failed: {type(exc).__name__}: {exc}")
             _line(False, problems[-1])
     if problems:
         print("VERDICT: not ready —", "; ".join(problems))

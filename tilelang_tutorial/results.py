@@ -24,6 +24,7 @@ import functools
 import hashlib
 import inspect
 import json
+import os
 import platform
 import textwrap
 from dataclasses import dataclass
@@ -133,7 +134,62 @@ def registered_suites() -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=4096)
 def _current_fingerprint(suite: str, record_json: str) -> str:
-    return fingerprint(_SUITES[suite](json.loads(record_json)))
+    measured = _SUITES[suite]
+    if not getattr(measured, "__module__", "").startswith(f"{__package__}.lessons"):
+        return fingerprint(measured(json.loads(record_json)))
+    # Rebuilding a program and printing it costs ~0.1 s; a notebook reading 256 records would pay
+    # it on every run. Lessons' fingerprints are kept on disk, keyed by the package's source (any
+    # edit anywhere in it starts a new cache) and TileLang's version.
+    cache = _disk_cache()
+    key = hashlib.sha256(f"{suite}\0{record_json}".encode()).hexdigest()
+    if key not in cache:
+        cache[key] = fingerprint(measured(json.loads(record_json)))
+        _DISK_NEW[key] = cache[key]
+    return cache[key]
+
+
+FINGERPRINT_CACHE_DIR = REPO_ROOT / ".cache" / "fingerprints"
+_DISK_NEW: dict[str, str] = {}
+
+
+@functools.lru_cache(maxsize=1)
+def _source_digest() -> str:
+    from importlib.metadata import version
+
+    h = hashlib.sha256(version("tilelang").encode())
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        h.update(str(path.relative_to(PACKAGE_DIR)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:24]
+
+
+@functools.lru_cache(maxsize=1)
+def _disk_cache() -> dict[str, str]:
+    import atexit
+
+    path = FINGERPRINT_CACHE_DIR / f"{_source_digest()}.json"
+    try:
+        cache = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        cache = {}
+    atexit.register(_save_disk_cache, path)
+    return cache
+
+
+def _save_disk_cache(path: Path) -> None:
+    if not _DISK_NEW:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            merged = json.loads(path.read_text(encoding="utf-8"))    # other processes' entries
+        except (OSError, ValueError):
+            merged = {}
+        merged.update(_DISK_NEW)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(merged), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass        # a read-only checkout: no cache, only slower
 
 
 def current_fingerprint(record: dict) -> str | None:

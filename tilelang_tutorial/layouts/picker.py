@@ -134,8 +134,10 @@ def layout_picker(catalogue: dict[str, Callable[..., Any]], **initial):
     for w in controls.values():
         w.observe(on_change, "value")
     c = controls
-    display(W.VBox([W.HBox([c["kernel"], c["buffer"], c["color_by"]]),
-                    W.HBox([c["policy"], c["threads"], c["dtype"], c["arch"]]), status, out]))
+    box = W.VBox([W.HBox([c["kernel"], c["buffer"], c["color_by"]]),
+                  W.HBox([c["policy"], c["threads"], c["dtype"], c["arch"]]), status, out])
+    box.add_class("tl-layout-picker")       # the browser tests find it by this class
+    display(box)
     draw()
     picker.widgets = controls
     return picker

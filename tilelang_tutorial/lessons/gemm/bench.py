@@ -1,9 +1,9 @@
-"""Notebook 02's GEMM + ReLU on the GPU: the recorded benchmark and the tuning sweep.
+"""Notebook 02's GEMM + ReLU on the GPU: suites ``gemm`` (seed and tuned on the squares and a
+ragged shape, plus the rule's random and small-M sets), ``gemm_sweep`` (the tuning grid) and
+``gemm_rates`` (what the rule's model is fed).
 
-    python -m tilelang_tutorial bench gemm                            # run() and record (lead's CLI)
-    python -m tilelang_tutorial.benchmarks.gemm sweep --out sweep.json  # explore configs (prints)
-    python -m tilelang_tutorial.benchmarks.gemm run --quick            # run() and print, no recording
-    python -m tilelang_tutorial.benchmarks.gemm compile --arch sm_90a  # pre-compile the sweep (no GPU)
+    python -m tilelang_tutorial bench gemm_rates gemm      # measure and record (on a GPU)
+    python -m tilelang_tutorial bench gemm_sweep
 
 Every figure is measured here, in the same process: the TileLang kernel (the dynamic-M kernel that
 ``gemm_relu`` ships), torch ``relu(a @ b)`` (the unfused thing a user writes: cuBLAS, then a

@@ -29,11 +29,12 @@ from ... import runtime
 from .configs import SEED_CONFIG, TUNED_CONFIGS, GemmConfig
 
 #: Whether ``choose`` uses the model. Off: its first pick measured on the H200 (2026-11-30,
-#: ``docs/performance-log.md``) ran at 0.30x torch -- M = 3, N = 4624, K = 4704, the narrow tile
-#: with K split 3: 81 us where the model predicted 18 us -- so until a sweep validates it shape by
-#: shape, ``gemm_relu`` keeps the configurations measured at or above torch on the squares (the
-#: tuned tile; the seed where rows are unaligned or shared memory is small). The model, its
-#: measured rates and the split-K path stay here, tested, for that sweep.
+#: ``docs/performance-log.md``; the run's log is ``docs/measurements/2026-11-30/bench_d.log``) ran
+#: at 0.30x torch -- M = 3, N = 4624, K = 4704, the narrow tile with K split 3: about 81 us where
+#: the model predicted 18 us -- so until a sweep validates it shape by shape, ``gemm_relu`` keeps
+#: the configurations measured on the squares (the tuned tile, at or above torch there; the seed
+#: where rows are unaligned or shared memory is small). The model, its measured rates and the
+#: split-K path stay here, tested, for that sweep (notebook 02, section 8).
 MODEL_ENABLED = False
 
 RATES_SUITE = "gemm_rates"

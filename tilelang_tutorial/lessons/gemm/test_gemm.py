@@ -427,3 +427,115 @@ def test_gpu_split_k_path(shape, split):
     split_k.gemm_relu_split_k(a, b, split, rule.CANDIDATES["narrow"], out)
     checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE["bfloat16"],
                         what=f"split-K {split} {shape}")
+
+
+# ------------------------------------------------------------------------------------------------
+# Notebook 02, section 8 (any shape) and section 5 (Blackwell): the claims its prose makes
+# ------------------------------------------------------------------------------------------------
+needs_nvcc = pytest.mark.skipif(runtime.nvcc_path() is None, reason="needs nvcc")
+
+
+@needs_nvcc
+def test_tuned_tile_with_exactly_one_unaligned_dimension_fails_in_ptxas():
+    """Section 8: N = 1001 (B's rows not 16-byte aligned), K = 520 (A's aligned). Only A is a TMA
+    tensor, the plain-load producer doubles to 256 threads (512 launched) without setmaxnreg, and
+    ptxas runs out of registers; the rule takes the seed for that shape, which compiles."""
+    import tilelang
+    from tilelang.tools.compile_only import compile_kernel_source
+
+    from tilelang_tutorial.exercise_kit import quiet_tilelang
+
+    program = gr.gemm_relu_program(None, 1001, 520, dynamic_m=True, **gr.tuned_config("float16").as_dict())
+    src = compile_kernel_source(program, target=runtime.target("sm_90a"))
+    assert "__launch_bounds__(512, 1)" in src and "warpgroup_reg_alloc" not in src
+    assert "tma_load(A_desc" in src and "tma_load(B_desc" not in src
+    tilelang.disable_cache()
+    try:
+        with quiet_tilelang(), pytest.raises(Exception, match=r"Insufficient registers \(128\)"):
+            runtime.compile_kernel(program, arch="sm_90a")
+    finally:
+        tilelang.enable_cache()
+    assert rule.choose(77, 1001, 520, "float16", "sm_90a").config == gr.SEED_CONFIG
+    gr.build_gemm_relu(1001, 520, config=gr.SEED_CONFIG, arch="sm_90a")      # compiles
+
+
+def test_sm120_gets_the_seed_and_no_warp_specialization_on_the_portable_target():
+    """Section 8: the tuned tile (192 KiB) does not fit sm_120's 99 KiB; the seed (96 KiB) does."""
+    assert rule.smem_bytes(gr.tuned_config("float16")) == 192 * 1024
+    assert rule.smem_bytes(gr.SEED_CONFIG) == 96 * 1024
+    for arch in ("sm_120", "sm_120a"):
+        assert runtime.ARCHS[arch].smem_per_block // 1024 == 99
+        assert not rule.fits(gr.tuned_config("float16"), arch) and rule.fits(gr.SEED_CONFIG, arch)
+        assert rule.choose(4096, 4096, 4096, "float16", arch).name == "seed"
+    assert dict(runtime.ARCHS["sm_120"].pass_configs) == {"tl.disable_warp_specialized": True}
+    assert dict(runtime.ARCHS["sm_120a"].pass_configs) == {}
+
+
+def test_the_models_pick_for_the_logged_shape_and_the_log_line():
+    """Section 8: on the recorded H200 rates the model picks the narrow tile with K split 3 for
+    M = 3, N = 4624, K = 4704 at about 18 us (the tuned tile: about 61 us), and the H200 log the
+    notebook reads measured that pick at 1.6 TFLOP/s, 0.30 of torch."""
+    from tilelang_tutorial.results import REPO_ROOT
+
+    rule.measured_rates.cache_clear()
+    rates = rule.measured_rates("sm_90a")
+    assert rates is not None, "no current gemm_rates records for sm_90a"
+    choice = rule.model_choice(3, 4624, 4704, "sm_90a", rates)
+    assert (choice.name, choice.split) == ("narrow", 3) and 17 < choice.predicted_us < 19, choice
+    steps, reduce_us, copy_gbps, sm_count, _ = rates
+    tuned = rule.predict_us(3, 4624, 4704, rule.CANDIDATES["tuned"], 1, steps["tuned"], reduce_us, copy_gbps, sm_count)
+    assert 60 < tuned < 62, tuned
+    log = (REPO_ROOT / "docs/measurements/2026-11-30/bench_d.log").read_text().splitlines()
+    measured = [line.split() for line in log if line.startswith("random ")]
+    assert measured == [["random", "3x4624x4704", "float16", "narrow/k3", "1.6", "5.1", "5.7", "0.30", "ok",
+                         "(2.1e-04)"]], measured
+
+
+def _ptx_counts(ptx):
+    patterns = {"mma.sync": r"\bmma\.sync\.", "ldmatrix": r"\bldmatrix\.", "cp.async": r"\bcp\.async\.c[ag]\.",
+                "wgmma": r"\bwgmma\.mma_async\.", "tma": r"\bcp\.async\.bulk\.tensor\.",
+                "tcgen05.mma": r"\btcgen05\.mma\.", "tcgen05.ld": r"\btcgen05\.ld\."}
+    return {name: len(re.findall(pattern, ptx)) for name, pattern in patterns.items()}
+
+
+@needs_nvcc
+def test_ptx_instruction_table_across_architectures():
+    """Section 5: the fragment program on sm_80 (cp.async, ldmatrix, mma.sync), sm_90a (TMA, wgmma),
+    sm_100a (TMA with mma.sync, no tcgen05), and the TMEM program on sm_100a (tcgen05.mma, one
+    tcgen05.ld, no mma.sync / ldmatrix / wgmma)."""
+    from tilelang_tutorial.inspector import kernel_ptx
+    from tilelang_tutorial.lessons.gemm.blackwell import build_gemm_relu_tmem
+
+    counts = {arch: _ptx_counts(kernel_ptx(_kernel(arch))) for arch in ("sm_80", "sm_90a", "sm_100a")}
+    tmem = _ptx_counts(kernel_ptx(build_gemm_relu_tmem(DEMO_N, DEMO_K, arch="sm_100a")))
+    nonzero = lambda c: {name for name, n in c.items() if n}  # noqa: E731
+    assert nonzero(counts["sm_80"]) == {"mma.sync", "ldmatrix", "cp.async"}, counts
+    assert nonzero(counts["sm_90a"]) == {"wgmma", "tma"}, counts
+    assert nonzero(counts["sm_100a"]) == {"mma.sync", "ldmatrix", "tma"}, counts
+    assert nonzero(tmem) == {"tma", "tcgen05.mma", "tcgen05.ld"} and tmem["tcgen05.ld"] == 1, tmem
+
+
+def test_tmem_consumer_loop_waits_for_each_stage_s_mmas():
+    """Section 5: one consumer warp issues a stage's four k16 tcgen05 MMAs, commits them to mma_done,
+    and the warpgroup waits on it before freeing the stage; TMEM is read once, after the loop."""
+    from tilelang_tutorial.inspector import kernel_source
+    from tilelang_tutorial.lessons.gemm.blackwell import build_gemm_relu_tmem
+
+    src = kernel_source(build_gemm_relu_tmem(DEMO_N, DEMO_K, arch="sm_100a"))
+    consumer = src[src.index("} else {"):]
+    assert re.search(r"\(\(\(\(int\)threadIdx\.x\) >> 5\) == 4\) \{", consumer)
+    assert re.search(r"for \(int ki = 0; ki < 4; \+\+ki\) \{\s*tl::tcgen05mma_ss<", consumer)
+    assert re.search(r"tcgen05_mma_arrive\(\(&\(mma_done\[[^\n]*\n\s*\}\s*\n\s*mma_done\[[^\]]*\]\.wait\(", consumer)
+    assert consumer.count("tcgen05_ld_") == 1 and consumer.index("tcgen05_ld_") > consumer.rindex("mma_done[")
+
+
+def test_tmem_program_is_refused_off_sm100():
+    """Section 5: TileLang 0.1.15 refuses tensor memory on the RTX 50xx targets (and on Hopper)."""
+    import tilelang
+
+    from tilelang_tutorial.exercise_kit import quiet_tilelang
+    from tilelang_tutorial.lessons.gemm.blackwell import gemm_relu_tmem_program
+
+    for arch in ("sm_120a", "sm_120", "sm_90a"):
+        with quiet_tilelang(), pytest.raises(Exception, match="must be a fragment"):
+            tilelang.lower(gemm_relu_tmem_program(256, 256, 256), target=runtime.target(arch))

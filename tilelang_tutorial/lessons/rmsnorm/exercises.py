@@ -192,9 +192,9 @@ def _check_config(config, C, dtype, arch) -> ExerciseResult:
     res.passed(f"group = {g} lanes per row -> {v} vectors ({v * rs.VEC} elements) of the row per thread; "
                f"{t // g * config.rows_per_thread} rows per block")
     if v * g != n_vec:
-        res.hint(f"{g} lanes x {v} vectors = {v * g} > {n_vec}: the row is padded and {v * g - n_vec} vector slots "
-                 f"per row hold nothing (correct, bounds-checked; {100 * (v * g - n_vec) / (v * g):.0f}% of the lanes' "
-                 f"last round idle)")
+        res.hint(f"{g} lanes x {v} vectors = {v * g} slots for {n_vec} vectors: the row is padded, and {v * g - n_vec} "
+                 f"slots per row ({100 * (v * g - n_vec) / (v * g):.0f}%) hold nothing (correct: TileLang bounds-checks "
+                 f"each 16-byte vector; notebook 05's section 7 measures what padding costs)")
     try:
         program = rs.rmsnorm_silu_program(C, dtype, config)
     except Exception as exc:
