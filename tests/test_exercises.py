@@ -23,7 +23,7 @@ def test_solution_passes_its_checker(name):
     res = ex.check(ex.solution, verbose=False)
     assert isinstance(res, ExerciseResult)
     assert res.ok, f"{name}:\n{res}"
-    assert "PASSED" in str(res) and "❌" not in str(res), str(res)
+    assert "PASSED" in str(res) and "✘" not in str(res), str(res)
 
 
 @pytest.mark.parametrize("name", list(EXERCISES))

@@ -210,14 +210,15 @@ def describe_mode() -> str:
     if m.can_run:
         return (f"GPU mode: kernels are compiled for {m.arch} ({label}) and run on this {m.device_name}; "
                 f"results are checked against torch and latencies are measured here.")
-    built = (f"kernels are compiled for {m.arch} ({label}) with nvcc, so their CUDA, PTX and layouts are real,"
+    built = (f"kernels are compiled for {m.arch} ({label}) with nvcc, so their CUDA, PTX and layouts are real, "
+             "and they run"
              if m.can_compile else
-             f"no nvcc was found, so kernels are not compiled (no generated CUDA or PTX here; set CUDA_HOME or "
-             f"run ./tutorial setup to install NVIDIA's nvcc from PyPI), but")
+             "no nvcc was found, so kernels are not compiled (no generated CUDA or PTX here; set CUDA_HOME or "
+             "run ./tutorial setup to install NVIDIA's nvcc from PyPI), but they still run")
     why = {"no GPU": "no CUDA GPU is visible",
            "forced": f"{EMULATE_ENV}=1 asks for emulation although a {m.device_name} is present",
            "another architecture": f"a {m.device_name} is present but kernels are built for {m.arch}"}[m.why_emulated]
-    return (f"Emulated mode: {why}; {built} and they run in the tile emulator on the CPU -- emulated on CPU, "
+    return (f"Emulated mode: {why}; {built} in the tile emulator on the CPU -- emulated on CPU, "
             f"correctness only, no timing. Latencies shown are recorded GPU measurements, labelled as such.")
 
 
