@@ -5,7 +5,7 @@
     warm-cache [--arch A]  compile what the notebooks compile into TileLang's kernel cache
     bench SUITE...         measure on a GPU and record in results/ (--list shows what is recorded)
     sweep NAME             explore a lesson's tuning space on a GPU (prints; nothing recorded)
-    render                 execute every notebook and save the executed copies in docs/rendered/
+    render                 execute every notebook and save the executed copies as HTML in docs/rendered/
     sync-kernels [--check] copy the package's kernels into the notebooks' kernel cells
 """
 from __future__ import annotations
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("sweep", help="explore a lesson's tuning space on a GPU")
     s.add_argument("name")
     s.add_argument("rest", nargs=argparse.REMAINDER)
-    r = sub.add_parser("render", help="execute the notebooks and save executed copies in docs/rendered/")
+    r = sub.add_parser("render", help="execute the notebooks and save executed copies as HTML in docs/rendered/")
     r.add_argument("notebooks", nargs="*", help="notebook names (default: all)")
     k = sub.add_parser("sync-kernels", help="copy the package's kernels into the notebooks' kernel cells")
     k.add_argument("--check", action="store_true", help="only report the cells that differ")

@@ -1,6 +1,6 @@
 """Running the notebooks headless: for ``warm-cache`` (compile what they compile) and ``render``
-(executed copies with their outputs, committed under ``docs/rendered/`` for readers browsing the
-repository).
+(executed copies with their outputs, committed as HTML pages under ``docs/rendered/`` for readers
+browsing the repository; HTML because committed notebooks carry no outputs).
 
 A rendered copy keeps every source cell of its notebook unchanged and adds the outputs of one run
 (on the GPU runner: real measurements). Widget views are replaced by their static fallback (the
@@ -62,11 +62,41 @@ def static_outputs(nb) -> None:
     nb.metadata.pop("widgets", None)
 
 
-def render(names=()) -> int:
-    """Execute notebooks and write the executed copies to ``docs/rendered/``."""
-    import time
+#: The line a rendered page carries to say which notebook source it was rendered from.
+SOURCE_MARK = "tilelang-tutorial rendered from source cells sha256:"
 
-    import nbformat
+
+def source_digest(cells) -> str:
+    """sha256 of a notebook's (cell type, source) list: what a rendered page must share with it."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(cells, ensure_ascii=False).encode()).hexdigest()
+
+
+def write_html(nb, path: Path, notebook: Path) -> Path:
+    """The executed notebook as one static HTML page (outputs, figures inline), stamped with the
+    digest of its notebook's source cells. HTML, not .ipynb: committed notebooks carry no outputs."""
+    from nbconvert import HTMLExporter
+
+    body, _ = HTMLExporter().from_notebook_node(nb)
+    stamp = f"<!-- {SOURCE_MARK} {source_digest(source_cells(notebook))} -->\n"
+    path.write_text(stamp + body, encoding="utf-8")
+    return path
+
+
+def rendered_digest(page: Path) -> str | None:
+    """The source digest a rendered page was stamped with (None when it has none)."""
+    first = page.read_text(encoding="utf-8").split("\n", 1)[0]
+    return first.split(SOURCE_MARK, 1)[1].strip(" ->") if SOURCE_MARK in first else None
+
+
+def rendered_page(notebook: Path) -> Path:
+    return RENDERED_DIR / (notebook.stem + ".html")
+
+
+def render(names=()) -> int:
+    """Execute notebooks and write each executed copy as ``docs/rendered/<name>.html``."""
+    import time
 
     RENDERED_DIR.mkdir(parents=True, exist_ok=True)
     failures = 0
@@ -79,8 +109,7 @@ def render(names=()) -> int:
             print(f"[FAIL] {path.name}: {type(exc).__name__}: {str(exc)[-400:]}", flush=True)
             continue
         static_outputs(nb)
-        out = RENDERED_DIR / path.name
-        nbformat.write(nb, out)
+        out = write_html(nb, rendered_page(path), path)
         print(f"[ok  ] {path.name} -> {out.relative_to(REPO_ROOT)} in {time.time() - t0:.0f} s "
               f"({out.stat().st_size // 1024} KiB)", flush=True)
     return 1 if failures else 0
@@ -89,5 +118,5 @@ def render(names=()) -> int:
 def source_cells(path: Path) -> list[tuple[str, str]]:
     """(cell type, source) of every cell: what a rendered copy must share with its notebook."""
     nb = json.loads(path.read_text(encoding="utf-8"))
-    return [(c["cell_type"], "".join(c["source"]) if isinstance(c["source"], list) else c["source"])
+    return [[c["cell_type"], "".join(c["source"]) if isinstance(c["source"], list) else c["source"]]
             for c in nb["cells"]]

@@ -23,7 +23,6 @@ kept only when they agree (``timing.measure``):
 """
 from __future__ import annotations
 
-import dataclasses
 import time
 
 from ... import checks, results, runtime, timing
@@ -376,44 +375,48 @@ def _print_row(rec):
           f"{'ok' if rec['correctness']['ok'] else 'WRONG'} ({rec['correctness']['rel_error']:.1e})", flush=True)
 
 
-def _naive_records(ceiling):
-    """The NAIVE single-pass fragment kernel (comparison only) at a few widths, fp16, M = 2^20."""
+def _against_the_layout_kernel(kernel_name, k, C, config, reference_name, ceiling):
+    """One fp16 record at M = 2^20 of a comparison kernel ``k`` (raw launch), with the layout-
+    annotated kernel of the width table (raw launch, same inputs) as its reference."""
     import torch
 
     from . import widths as W
 
+    x = checks.random_tensor((LARGE_M, C), torch.float16, "cuda")
+    gamma = checks.random_tensor((C,), torch.float16, "cuda")
+    y = checks.poisoned(x.shape, torch.float16, "cuda")
+    k(x, gamma, y, EPS)
+    torch.cuda.synchronize()
+    cmp = _check(y, x, gamma, "float16")
+    nbytes = traffic_bytes(LARGE_M, C)
+    t = timing.measure(lambda: k(x, gamma, y, EPS))
+    ref_cfg = W.config_for(C)
+    ref = rs.build_rmsnorm_silu(C, "float16", config=ref_cfg)
+    ref_ms = timing.measure(lambda: ref(x, gamma, y, EPS)).ms
+    return results.make_record(
+        suite=SUITE, kernel=kernel_name, nbytes=nbytes,
+        config={"C": C, **config, "regime": "bandwidth", "reference_config": ref_cfg.as_dict()},
+        shape={"name": "M=2^20", "leading": [LARGE_M], "M": LARGE_M, "C": C}, dtype="float16",
+        metric="effective bandwidth", value=gbps(nbytes, t.ms), unit="GB/s", latency_ms=t.ms, timing=t,
+        reference={"name": reference_name, "value": gbps(nbytes, ref_ms), "unit": "GB/s", "latency_ms": ref_ms},
+        ceiling=ceiling,
+        correctness={"rel_error": cmp.rel_error, "unwritten": cmp.unwritten, "ok": cmp.ok,
+                     "tolerance": cmp.tolerance},
+    )
+
+
+def _naive_records(ceiling):
+    """The NAIVE single-pass fragment kernel (comparison only) at a few widths, fp16, M = 2^20."""
     out = []
     print("\nNAIVE fragment kernel (for notebook 05's explanation):")
     for C in NAIVE_WIDTHS:
-        k = rs.build_naive_rmsnorm_silu(C, "float16")
-        x = checks.random_tensor((LARGE_M, C), torch.float16, "cuda")
-        gamma = checks.random_tensor((C,), torch.float16, "cuda")
-        y = checks.poisoned(x.shape, torch.float16, "cuda")
-        k(x, gamma, y, EPS)
-        torch.cuda.synchronize()
-        cmp = _check(y, x, gamma, "float16")
-        nbytes = traffic_bytes(LARGE_M, C)
-        t = timing.measure(lambda: k(x, gamma, y, EPS))
-        ms = t.ms
-        good_cfg = W.config_for(C)
-        good = rs.build_rmsnorm_silu(C, "float16", config=good_cfg)
-        good_ms = timing.measure(lambda: good(x, gamma, y, EPS)).ms
-        rec = results.make_record(
-            suite=SUITE, kernel="rmsnorm_silu_naive", nbytes=nbytes,
-            config={"C": C, "block_m": 8, "threads": 128, "regime": "bandwidth", "variant": "naive",
-                    "reference_config": good_cfg.as_dict()},
-            shape={"name": "M=2^20", "leading": [LARGE_M], "M": LARGE_M, "C": C}, dtype="float16",
-            metric="effective bandwidth", value=gbps(nbytes, ms), unit="GB/s", latency_ms=ms, timing=t,
-            reference={"name": "rmsnorm_silu (layout-annotated kernel, raw launch)", "value": gbps(nbytes, good_ms),
-                       "unit": "GB/s", "latency_ms": good_ms},
-            ceiling=ceiling,
-            correctness={"rel_error": cmp.rel_error, "unwritten": cmp.unwritten, "ok": cmp.ok,
-                         "tolerance": cmp.tolerance},
-        )
+        rec = _against_the_layout_kernel(
+            "rmsnorm_silu_naive", rs.build_naive_rmsnorm_silu(C, "float16"), C,
+            {"block_m": 8, "threads": 128, "variant": "naive"},
+            "rmsnorm_silu (layout-annotated kernel, raw launch)", ceiling)
         out.append(rec)
-        print(f"  naive C={C}: {rec['value']:.0f} GB/s vs annotated {rec['reference']['value']:.0f} GB/s; {cmp}",
-              flush=True)
-        del x, y
+        print(f"  naive C={C}: {rec['value']:.0f} GB/s vs annotated {rec['reference']['value']:.0f} GB/s; "
+              f"ok={rec['correctness']['ok']}", flush=True)
     return out
 
 
@@ -423,43 +426,17 @@ def _two_pass_records(ceiling, kernels):
     M = 2^20, same inputs, both as raw kernel launches. ``value``: the two-pass kernel's effective
     bandwidth, counting X once (the op's useful traffic, as for every record); ``reference``: the
     one-pass kernel. Notebook 05 reads these records."""
-    import torch
-
-    from . import widths as W
-
     out = []
     print("\nTWO-PASS shared-memory design vs the one-pass kernel (notebook 05):")
     for C in TWO_PASS_WIDTHS:
         block_C = two_pass.two_pass_block_C(C)
-        k = kernels[(C, "float16", "two_pass")]
-        x = checks.random_tensor((LARGE_M, C), torch.float16, "cuda")
-        gamma = checks.random_tensor((C,), torch.float16, "cuda")
-        y = checks.poisoned(x.shape, torch.float16, "cuda")
-        k(x, gamma, y, EPS)
-        torch.cuda.synchronize()
-        cmp = _check(y, x, gamma, "float16")
-        nbytes = traffic_bytes(LARGE_M, C)
-        t = timing.measure(lambda: k(x, gamma, y, EPS))
-        ms = t.ms
-        one_cfg = W.config_for(C)
-        one_pass = rs.build_rmsnorm_silu(C, "float16", config=one_cfg)
-        one_pass_ms = timing.measure(lambda: one_pass(x, gamma, y, EPS)).ms
-        rec = results.make_record(
-            suite=SUITE, kernel="rmsnorm_silu_two_pass", nbytes=nbytes,
-            config={"C": C, "block_m": 16, "block_C": block_C, "threads": 128, "regime": "bandwidth",
-                    "variant": "two-pass", "reference_config": one_cfg.as_dict()},
-            shape={"name": "M=2^20", "leading": [LARGE_M], "M": LARGE_M, "C": C}, dtype="float16",
-            metric="effective bandwidth", value=gbps(nbytes, ms), unit="GB/s", latency_ms=ms, timing=t,
-            reference={"name": "rmsnorm_silu (one pass, rows in registers, raw launch)",
-                       "value": gbps(nbytes, one_pass_ms), "unit": "GB/s", "latency_ms": one_pass_ms},
-            ceiling=ceiling,
-            correctness={"rel_error": cmp.rel_error, "unwritten": cmp.unwritten, "ok": cmp.ok,
-                         "tolerance": cmp.tolerance},
-        )
+        rec = _against_the_layout_kernel(
+            "rmsnorm_silu_two_pass", kernels[(C, "float16", "two_pass")], C,
+            {"block_m": 16, "block_C": block_C, "threads": 128, "variant": "two-pass"},
+            "rmsnorm_silu (one pass, rows in registers, raw launch)", ceiling)
         out.append(rec)
         print(f"  two-pass C={C} (block_C {block_C}): {rec['value']:.0f} GB/s vs one-pass "
-              f"{rec['reference']['value']:.0f} GB/s; {cmp}", flush=True)
-        del x, y
+              f"{rec['reference']['value']:.0f} GB/s; ok={rec['correctness']['ok']}", flush=True)
     return out
 
 
