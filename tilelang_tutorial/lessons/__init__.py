@@ -7,6 +7,8 @@ A lesson folder's ``__init__.py`` declares:
   optionally ``EXTRA_NOTEBOOKS`` (an advanced part that follows it);
 * ``compile_cases()``: the kernels the compile matrix builds, as :class:`CompileCase` objects;
 * ``exercise_cases()``: its exercises, as :class:`Exercise` objects;
+* ``flow_bugs()``: bugs the flow test injects into its notebooks' kernel cells, as
+  :class:`FlowBug` objects (``tests/test_reader_flow.py``: every later check must report them);
 * ``SUITES``: ``{suite: "module:function"}`` for its benchmark suites (``python -m
   tilelang_tutorial bench SUITE``), and it registers each suite's builder with
   :func:`tilelang_tutorial.results.register_suite` when imported.
@@ -62,6 +64,26 @@ class Exercise:
     solution: Any
     starter: Any
     wrong_answers: tuple = ()
+
+
+@dataclass(frozen=True)
+class FlowBug:
+    """A bug a reader could type into a kernel cell, for the flow test (``tests/test_reader_flow.py``).
+
+    The test copies ``notebook``, replaces ``old`` (which must occur exactly once) by ``new`` in the
+    kernel cell whose marker line names ``cell``, and executes the copy up to the first markdown
+    cell that starts with ``until``. Every code cell after the edited one, up to there, that prints a
+    verdict must print a failing one (``✘``, ``FAIL`` or an exception), none a passing one (``✔``,
+    ``OK``, ``PASSED``), and at least one must report the bug. A cell that has to use the package's
+    copy of a kernel says so on its first line (``# ... the package's copy ...``) and is skipped.
+    """
+
+    notebook: str
+    cell: str
+    old: str
+    new: str
+    what: str = ""
+    until: str = "## Exercises"
 
 
 def lesson_names() -> list[str]:
