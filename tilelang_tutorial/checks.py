@@ -4,6 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 POISON = float("nan")
+#: The poison's bit pattern per float dtype: a quiet NaN with a payload that no arithmetic produces
+#: (computed NaNs carry the canonical payload: 0x7FC00000/0xFFC00000 on CPUs, 0x7FFFFFFF on GPUs),
+#: so an element still holding it was never written, and any other NaN was computed by the kernel.
+POISON_BITS = {"float16": 0x7E5A, "bfloat16": 0x7FDA, "float32": 0x7FC5A5A5, "float64": 0x7FF8A5A5A5A5A5A5}
+_BITS_VIEW = {16: "int16", 32: "int32", 64: "int64"}
 
 
 def random_tensor(shape, dtype, device, *, scale: float = 1.0, seed: int | None = None):
@@ -17,38 +22,72 @@ def random_tensor(shape, dtype, device, *, scale: float = 1.0, seed: int | None 
 
 
 def poisoned(shape, dtype, device):
-    """An output buffer filled with NaN, so any element the kernel does not write shows up."""
+    """An output buffer filled with NaN, so any element the kernel does not write shows up (a
+    payload NaN for float dtypes: :func:`compare` tells it from a NaN the kernel computed)."""
     import torch
 
-    return torch.full(shape, POISON, dtype=dtype, device=device)
+    out = torch.full(shape, POISON, dtype=dtype, device=device)
+    bits = POISON_BITS.get(str(dtype).replace("torch.", ""))
+    if bits is not None:
+        view = out.view(getattr(torch, _BITS_VIEW[out.element_size() * 8]))
+        view.fill_(bits - (1 << out.element_size() * 8) if bits >= 1 << (out.element_size() * 8 - 1) else bits)
+    return out
+
+
+#: mantissa bits below the quiet bit, per float width: a NaN whose payload there is neither all
+#: zeros (the CPU's computed NaN) nor all ones (the GPU's) carries the poison, also after a cast
+#: between float dtypes (casts keep the payload's top bits).
+_PAYLOAD = {"float16": 0x01FF, "bfloat16": 0x003F, "float32": 0x003FFFFF, "float64": 0x0007FFFFFFFFFFFF}
+
+
+def poison_mask(out):
+    """True where ``out`` still holds :func:`poisoned`'s NaN: never written. Compare the output
+    buffer itself: a cast can canonicalise NaN payloads (torch's casts to bfloat16 always do), and
+    then an unwritten element counts as a written NaN (still a failure, named differently)."""
+    import torch
+
+    name = str(out.dtype).replace("torch.", "")
+    if not out.dtype.is_floating_point:
+        return torch.zeros_like(out, dtype=torch.bool)
+    if name not in _PAYLOAD:
+        return torch.isnan(out)
+    width = out.element_size() * 8
+    payload = out.contiguous().view(getattr(torch, _BITS_VIEW[width])) & _PAYLOAD[name]
+    return torch.isnan(out) & (payload != 0) & (payload != _PAYLOAD[name])
 
 
 @dataclass
 class Comparison:
     rel_error: float
     max_abs_error: float
-    unwritten: int  # elements still NaN (poison) in the output
+    unwritten: int  # elements still holding the poison: never written
     tolerance: float
+    nan: int = 0    # elements the kernel wrote as NaN (an accumulator never cleared, 0 * inf, ...)
 
     @property
     def ok(self) -> bool:
-        return self.unwritten == 0 and self.rel_error <= self.tolerance
+        return self.unwritten == 0 and self.nan == 0 and self.rel_error <= self.tolerance
 
     def __str__(self) -> str:
         verdict = "OK" if self.ok else "FAIL"
         return (
             f"{verdict}: ||out-ref||/||ref|| = {self.rel_error:.2e} (tolerance {self.tolerance:.0e}), "
             f"max |out-ref| = {self.max_abs_error:.2e}, unwritten elements = {self.unwritten}"
+            + (f", NaN written = {self.nan}" if self.nan else "")
         )
 
 
 def compare(out, ref, *, tolerance: float) -> Comparison:
-    """Relative Frobenius error in fp64, and a count of unwritten (NaN) elements."""
+    """Relative Frobenius error in fp64, a count of unwritten elements (still the poison) and one
+    of NaNs the kernel wrote."""
     import torch
 
     out64 = out.detach().to(torch.float64)
     ref64 = ref.detach().to(torch.float64)
-    unwritten = int(torch.isnan(out64).sum().item())
+    is_nan = torch.isnan(out64)
+    unwritten_mask = poison_mask(out.detach())
+    unwritten = int(unwritten_mask.sum().item())
+    nan_written = int((is_nan & ~unwritten_mask.reshape(is_nan.shape)).sum().item())
     diff = torch.nan_to_num(out64, nan=0.0) - ref64
     denom = torch.linalg.vector_norm(ref64).item() or 1.0
     return Comparison(
@@ -56,6 +95,7 @@ def compare(out, ref, *, tolerance: float) -> Comparison:
         max_abs_error=diff.abs().max().item() if diff.numel() else 0.0,
         unwritten=unwritten,
         tolerance=tolerance,
+        nan=nan_written,
     )
 
 

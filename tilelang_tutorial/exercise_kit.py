@@ -173,6 +173,12 @@ def run_and_compare(res: ExerciseResult, kernel, inputs, reference, *, tolerance
         if hint_unwritten:
             res.hint(hint_unwritten)
         return res
+    if cmp.nan:
+        res.failed(f"{cmp.nan} of {out.numel()} outputs were written as NaN (computed, not left unwritten), "
+                   f"ran in {where}")
+        res.hint("a NaN the kernel computed usually comes from an accumulator read before it was set: "
+                 "T.clear (or T.fill) every fragment you accumulate into before the loop")
+        return res
     if not cmp.ok:
         specific = extra_check(out) if extra_check else None
         res.failed(f"wrong values against {what}, ran in {where}: {cmp}" + (f" — {specific}" if specific else ""))
