@@ -95,18 +95,19 @@ def _program_kwargs(config: GemmConfig) -> dict:
 
 
 @functools.lru_cache(maxsize=None)
-def _build(M, N, K, config: GemmConfig, dtype: str, dynamic_m: bool, arch: str):
-    program = gemm_relu_program(M, N, K, in_dtype=dtype, dynamic_m=dynamic_m, **_program_kwargs(config))
+def _build(M, N, K, config: GemmConfig, dtype: str, dynamic_m: bool, arch: str, factory=None):
+    program = (factory or gemm_relu_program)(M, N, K, in_dtype=dtype, dynamic_m=dynamic_m, **_program_kwargs(config))
     # No out_idx: the caller passes C, so tests can hand in a poisoned buffer.
     return runtime.compile_kernel(program, arch=arch)
 
 
 def build_gemm_relu(N: int, K: int, *, M: int | None = None, config: GemmConfig | None = None,
-                    dtype: str = "float16", arch: str | None = None):
+                    dtype: str = "float16", arch: str | None = None, program=None):
     """Compile (once per key) the kernel for a given N, K, dtype and config.
 
     ``M=None`` (the default) builds the dynamic-M kernel that serves every M. The compiled kernel
-    is called as ``kernel(A, B, C)``.
+    is called as ``kernel(A, B, C)``. ``program``: a factory with :func:`gemm_relu_program`'s
+    signature to build instead of this module's (a notebook passes its own kernel cell's).
     """
     config = config or SEED_CONFIG
     if dtype not in SUPPORTED_DTYPES:
@@ -114,7 +115,9 @@ def build_gemm_relu(N: int, K: int, *, M: int | None = None, config: GemmConfig 
     if N <= 0 or K <= 0 or (M is not None and M <= 0):
         raise ValueError(f"N, K (and a static M) must be positive, got M={M}, N={N}, K={K}")
     arch = arch or runtime.current_arch()
-    return _build(M, int(N), int(K), config, dtype, M is None, arch)
+    if program is None:
+        return _build(M, int(N), int(K), config, dtype, M is None, arch)
+    return _build(M, int(N), int(K), config, dtype, M is None, arch, program)
 
 
 def gemm_relu_reference(a, b):
@@ -166,14 +169,16 @@ def check_config_for_shape(N: int, K: int, config: GemmConfig) -> None:
             f"threads (config {config.name} is larger); pass config=None and gemm_relu chooses one")
 
 
-def gemm_relu(a, b, config: GemmConfig | None = None, *, out=None):
+def gemm_relu(a, b, config: GemmConfig | None = None, *, out=None, program=None):
     """``relu(a @ b)`` with the TileLang kernel (on the GPU in GPU mode, in the emulator on CPU
     tensors otherwise).
 
     ``a``: (M, K), ``b``: (K, N), both fp16 or both bf16, contiguous. ``config=None`` lets
     :func:`.rule.choose` pick the tile (and a split of K) for this shape and architecture; a
     given ``config`` is used as is. ``out``: optional (M, N) output buffer. Returns C (M, N) in
-    the input dtype.
+    the input dtype. ``program``: the factory to build (default :func:`gemm_relu_program`; a
+    notebook passes its own kernel cell's, so that a reader's edit reaches the op); with a
+    factory of its own the op runs it as one kernel, never the split-K pair.
     """
     import torch
 
@@ -195,9 +200,9 @@ def gemm_relu(a, b, config: GemmConfig | None = None, *, out=None):
         return out.zero_()
     if config is None:
         choice = rule.choose(M, N, K, dtype)
-        if choice.split > 1:
+        if choice.split > 1 and program is None:
             return split_k.gemm_relu_split_k(a, b, choice.split, choice.config, out)
         config = choice.config
-    kernel = build_gemm_relu(N, K, config=config, dtype=dtype)
+    kernel = build_gemm_relu(N, K, config=config, dtype=dtype, program=program)
     runtime.run(kernel, a, b, out)
     return out

@@ -58,3 +58,54 @@ def plot_gemm_tflops(records, *, ax=None):
         a.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+# ------------------------------------------------------------------------------------------------
+# The reader's kernel beside the recorded figures (notebook 02's measured figure)
+# ------------------------------------------------------------------------------------------------
+
+def builds_the_measured_program(factory, record) -> bool:
+    """True when ``factory`` (a notebook's kernel cell, with :func:`.kernel.gemm_relu_program`'s
+    signature) builds, for this ``gemm`` record's shape, dtype and configuration, exactly the
+    program the record measured (the same TVMScript, so the same fingerprint)."""
+    from ... import results
+    from .configs import GemmConfig
+
+    config = GemmConfig(**{k: record["config"][k] for k in GemmConfig.__dataclass_fields__})
+    shape = record["shape"]
+    program = factory(None, shape["N"], shape["K"], in_dtype=record["dtype"], dynamic_m=True, **config.as_dict())
+    return results.fingerprint([program]) == record["fingerprint"]
+
+
+def whose_figures(factory, records) -> str:
+    """One line: are these recorded figures of the reader's kernel, or only of the package's copy?"""
+    if not records:
+        return "no current records to compare your kernel cell with"
+    same = [builds_the_measured_program(factory, r) for r in records]
+    if all(same):
+        return ("your kernel cell builds exactly the programs these records measured "
+                f"({len(records)} records): the figures are your kernel's")
+    return (f"your kernel cell differs from the program {same.count(False)} of these {len(records)} records measured: "
+            "the figures are of the package's copy, not of your edit (time yours on a GPU: the next cell)")
+
+
+def time_on_gpu(factory, config, *, size: int = 4096, dtype: str = "float16") -> str:
+    """Check, then time, the reader's kernel at ``size``³ on the GPU (one line). A kernel that gives
+    wrong values there is reported with ✘ and not timed."""
+    import torch
+
+    from ... import checks, runtime, timing
+    from .kernel import gemm_relu_reference
+
+    tdt = getattr(torch, dtype)
+    a = checks.random_tensor((size, size), tdt, "cuda")
+    b = checks.random_tensor((size, size), tdt, "cuda")
+    c = checks.poisoned((size, size), tdt, "cuda")
+    kernel = runtime.compile_kernel(factory(None, size, size, in_dtype=dtype, dynamic_m=True, **config.as_dict()))
+    kernel(a, b, c)
+    torch.cuda.synchronize()
+    verdict = checks.compare(c, gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dtype])
+    if not verdict.ok:
+        return f"✘ {config.name}: wrong at {size}^3 ({verdict}); not timed"
+    ms = timing.median_ms(lambda: kernel(a, b, c))
+    return f"{config.name}: {2 * size ** 3 / ms / 1e9:4.0f} TFLOP/s ({ms * 1e3:.0f} us), checked first"
