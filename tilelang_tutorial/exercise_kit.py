@@ -25,6 +25,7 @@ class ExerciseResult:
     ran_on: str = ""                # "the GPU" or "the emulator (CPU)"
     lines: list = field(default_factory=list)
     cpu_only: bool = False          # an exercise with nothing to run: every check runs anywhere
+    summary: str = ""               # optional: what the checks that ran were (a cpu_only ✔ verdict says it)
 
     def passed(self, msg: str) -> None:
         self.lines.append(f"{PASS} {msg}")
@@ -45,7 +46,7 @@ class ExerciseResult:
         if not self.ok:
             return f"{FAIL} NOT YET: see the failing check above"
         if self.cpu_only:
-            return f"{PASS} PASSED: every check ran here"
+            return f"{PASS} PASSED: {self.summary or 'every check ran here'}"
         if self.numerics_checked:
             return f"{PASS} PASSED: compiled, ran in {self.ran_on} and matched the reference"
         return f"{SKIP} COMPILES, but correctness was NOT verified here (see above)"

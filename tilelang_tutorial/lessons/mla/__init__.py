@@ -50,20 +50,44 @@ def exercise_cases():
     from .. import Exercise, WrongAnswer
     from . import exercises as ex
     from . import wrong_answers as wrong
-    from .solutions import combine, warp_policy
+    from .solutions import combine_kernel, warp_policy
 
     def todo(*args):
         raise NotImplementedError
 
-    return [
+    cases = [
         Exercise("04 warp config", ex.check_warp_config, warp_policy.WARP_CONFIG, starter=None,
                  wrong_answers=(WrongAnswer("one warpgroup", wrong.WARP_CONFIG_ONE_WARPGROUP, "spill"),
+                                WrongAnswer("four warpgroups", wrong.WARP_CONFIG_FOUR_WARPGROUPS, "at most 120"),
                                 WrongAnswer("FullRow", wrong.WARP_CONFIG_FULLROW, "inference split the columns"))),
-        Exercise("04 combine", ex.check_combine, combine.combine, starter=todo,
-                 wrong_answers=(WrongAnswer("mean", wrong.combine_mean, "relative error"),
-                                WrongAnswer("overflow", wrong.combine_no_max_subtraction, "overflow"))),
+        Exercise("04 combine kernel", ex.check_combine_kernel, combine_kernel.combine_program, starter=todo,
+                 wrong_answers=(WrongAnswer("mean", wrong.combine_kernel_mean, "plain mean"),
+                                WrongAnswer("overflow", wrong.combine_kernel_no_max_subtraction, "overflows fp32"),
+                                WrongAnswer("unnormalised", wrong.combine_kernel_unnormalised, "not normalised"))),
     ]
+    return cases
+
+
+def flow_bugs():
+    """Bugs a reader could type into notebook 04's kernel cells, one per checked step
+    (``tests/test_reader_flow.py``); each is bounded to the section that checks its kernel."""
+    from .. import FlowBug
+
+    nb = NOTEBOOK
+    bugs = [
+        FlowBug(nb, "mqa_decode_program", "acc_o[i, j] *= alpha[i]", "acc_o[i, j] *= 1.0",
+                what="the output is not rescaled when the running max grows", until="### A pitfall"),
+        FlowBug(nb, "mla_contiguous_program", "k * block_N + j < seqlen", "k * block_N + j <= seqlen",
+                what="the mask lets one token past the end in", until="## 4."),
+        FlowBug(nb, "mla_paged_program", "row0 = block_table[bx, k] * PAGE_SIZE", "row0 = k * PAGE_SIZE",
+                what="the block table is ignored", until="## 5."),
+        FlowBug(nb, "mla_decode_program",
+                "T.gemm(Q_pe_shared, K_pe_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)",
+                "pass   # the rotary part of the scores forgotten",
+                what="the rotary part of the scores is left out"),
+    ]
+    return bugs
 
 
 # the modules a notebook reaches through the lesson (lesson.exercises.check_..., ...)
-from . import common, mqa, op, reference, exercises  # noqa: E402,F401
+from . import common, mqa, op, reference, exercises, steps  # noqa: E402,F401

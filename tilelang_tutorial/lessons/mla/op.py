@@ -216,16 +216,24 @@ class MLADecodePlan:
 
     def __init__(self, *, batch: int, h_q: int, max_seqlen: int, num_pages: int, max_pages: int,
                  dtype, device, num_split: int | None = None, softmax_scale: float | None = None,
-                 schedule: str | None = None, arch: str | None = None):
+                 schedule: str | None = None, arch: str | None = None, program=None):
         import torch
 
         self.shape = {"batch": batch, "h_q": h_q, "num_pages": num_pages, "max_pages": max_pages}
         self.dtype, self.device = dtype, torch.device(device)
         self.max_seqlen = max_seqlen
         self.num_split = num_split or choose_num_split(batch, h_q, max_seqlen, sm_count=sm_count())
-        self.schedule = resolve_schedule(schedule, arch)
-        self.kernel = build_mla_decode(h_q, _dtype_name(torch.empty(0, dtype=dtype)), split=self.num_split > 1,
-                                       softmax_scale=softmax_scale, schedule=self.schedule, arch=arch)
+        dtype_name = _dtype_name(torch.empty(0, dtype=dtype))
+        if program is not None:   # the caller's factory (a notebook's kernel cell), built for this plan
+            arch = arch or runtime.current_arch()
+            self.schedule = getattr(program, "__name__", "program")
+            self.kernel = runtime.compile_kernel(
+                program(h_q, dtype_name, split=self.num_split > 1, softmax_scale=softmax_scale,
+                        num_stages=stages_for(arch, 2)), arch=arch)
+        else:
+            self.schedule = resolve_schedule(schedule, arch)
+            self.kernel = build_mla_decode(h_q, dtype_name, split=self.num_split > 1,
+                                           softmax_scale=softmax_scale, schedule=self.schedule, arch=arch)
         # The split kernel writes per-split partials; with num_split == 1 the kernel writes the
         # output directly and never touches them, but its signature still has them.
         ns = self.num_split
@@ -263,12 +271,17 @@ class MLADecodePlan:
 
 
 def plan(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, num_split=None,
-         softmax_scale: float | None = None, *, schedule: str | None = None) -> MLADecodePlan:
-    """Validate the inputs (every check, on the host) and make the plan that runs them."""
+         softmax_scale: float | None = None, *, schedule: str | None = None, program=None) -> MLADecodePlan:
+    """Validate the inputs (every check, on the host) and make the plan that runs them.
+
+    ``program``: a factory with the signature of :func:`.auto.mla_decode_program` (``(h_q, dtype,
+    *, split, softmax_scale, num_stages) -> T.prim_func``), e.g. the one a notebook's kernel cell
+    defines; the plan compiles it instead of a package schedule (``schedule`` is then ignored).
+    """
     b, h_q, max_len = validate_inputs(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, num_split)
     return MLADecodePlan(batch=b, h_q=h_q, max_seqlen=max_len, num_pages=kv_cache.shape[0],
                          max_pages=block_table.shape[1], dtype=q_nope.dtype, device=q_nope.device,
-                         num_split=num_split, softmax_scale=softmax_scale, schedule=schedule)
+                         num_split=num_split, softmax_scale=softmax_scale, schedule=schedule, program=program)
 
 
 _PLANS: dict = {}
