@@ -14,7 +14,7 @@ def test_default_arch_without_override(monkeypatch):
     assert runtime.target() == {"kind": "cuda", "arch": expected}
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120", "sm_120a"])
+@pytest.mark.parametrize("arch", ["sm_70", "sm_75", "sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120", "sm_120a"])
 def test_env_override(monkeypatch, arch):
     monkeypatch.setenv(runtime.ARCH_ENV, arch)
     assert runtime.current_arch() == arch
@@ -35,7 +35,7 @@ def test_arch_override_context_restores():
     assert runtime.current_arch() != "sm_80" or HAS_GPU
 
 
-@pytest.mark.parametrize("bad", ["sm_75", "hopper", "", "sm90a", "sm_90", "sm_100"])
+@pytest.mark.parametrize("bad", ["sm_61", "sm_130", "hopper", "", "sm90a", "sm_90", "sm_100"])
 def test_unknown_arch_lists_accepted(monkeypatch, bad):
     with pytest.raises(runtime.ArchError) as err:
         tt.set_arch(bad)
@@ -67,7 +67,7 @@ def test_require_gpu_raises_clearly():
     assert not tt.mode().can_run and tt.mode().name == "emulated" and tt.mode().device == "cpu"
 
 
-@pytest.mark.parametrize("capability,arch", [((8, 0), "sm_80"), ((8, 6), "sm_86"), ((8, 9), "sm_89"),
+@pytest.mark.parametrize("capability,arch", [((7, 0), "sm_70"), ((7, 5), "sm_75"), ((8, 0), "sm_80"), ((8, 6), "sm_86"), ((8, 9), "sm_89"),
                                              ((9, 0), "sm_90a"), ((10, 0), "sm_100a"), ((12, 0), "sm_120a")])
 def test_a_gpu_is_compiled_for_its_arch_specific_target(capability, arch):
     """From Hopper on, the 'a' targets hold the instructions the kernels use (wgmma, setmaxnreg,
@@ -95,3 +95,177 @@ def test_version_pin_message(monkeypatch):
     with pytest.raises(tt.TileLangVersionError) as err:
         tt._check_tilelang_version()
     assert "0.1.15" in str(err.value) and "0.1.99" in str(err.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Any CUDA GPU: a faked compute capability picks a target and a mode, never an exception.
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """``fake_gpu((7, 5))`` makes torch report one GPU of that capability (no real CUDA call)."""
+    import torch
+
+    monkeypatch.delenv(runtime.ARCH_ENV, raising=False)
+    monkeypatch.delenv(runtime.EMULATE_ENV, raising=False)
+
+    def install(capability, name="Fake GPU"):
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: capability)
+        monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: name)
+        runtime.invalidate_mode()
+
+    yield install
+    runtime.force_emulation(None)
+    runtime.invalidate_mode()     # the next mode() asks the real torch again
+
+
+# (compute capability, the GPU) -> (target, mode) with this machine's nvcc. sm_70 depends on the
+# toolkit: CUDA 13's nvcc cannot target Volta, so there the V100 is emulated for sm_75.
+GPUS = [((7, 0), "Tesla V100"), ((7, 5), "Tesla T4"), ((8, 0), "A100"), ((8, 6), "A10"), ((8, 9), "L4"),
+        ((9, 0), "H200"), ((10, 0), "B200"), ((12, 0), "RTX 5090"),
+        ((6, 1), "GTX 1080"), ((13, 0), "a GPU newer than the table")]
+
+
+def _expected(capability):
+    own = runtime.arch_for_capability(*capability)
+    if own in runtime.ARCHS and runtime.can_build(own):
+        return own, "gpu"
+    if capability < (7, 5) or own == "sm_70":
+        return "sm_75", "emulated"          # the oldest target that can be built here
+    return "sm_120a", "emulated"            # the newest one below a GPU newer than the table
+
+
+@pytest.mark.parametrize("capability,name", GPUS, ids=[f"cc{c[0]}.{c[1]}" for c, _ in GPUS])
+def test_any_gpu_gets_a_target_and_a_mode(fake_gpu, capability, name, capsys):
+    fake_gpu(capability, name)
+    arch, mode_name = _expected(capability)
+    m = tt.mode()
+    assert (m.arch, m.name) == (arch, mode_name), m
+    assert runtime.target() == {"kind": "cuda", "arch": arch}
+    text = tt.describe_mode()
+    assert "\n" not in text and arch in text and name in text
+    if mode_name == "emulated":
+        own = runtime.arch_for_capability(*capability)
+        assert m.why_emulated == "unsupported GPU" and own in text and "nearest target" in text, text
+        assert "tile emulator" in text and m.device == "cpu"
+    else:
+        assert text.startswith("GPU mode") and m.device == "cuda"
+    print(f"compute capability {capability[0]}.{capability[1]} ({name}): {m.name} mode, compiled for {m.arch}")
+    assert f"{m.name} mode, compiled for {arch}" in capsys.readouterr().out
+
+
+def test_a_volta_gpu_with_a_cuda12_toolkit_runs_there(fake_gpu, monkeypatch):
+    """Where nvcc lists compute_70 (CUDA 12), a V100 is a GPU-mode machine for sm_70."""
+    real = runtime._nvcc_query
+    monkeypatch.setattr(runtime, "_nvcc_query",
+                        lambda nvcc, flag: "compute_70 compute_75 compute_80 compute_86 compute_89 compute_90"
+                        if flag == "--list-gpu-arch" else real(nvcc, flag))
+    fake_gpu((7, 0), "Tesla V100")
+    if runtime.nvcc_path() is None:
+        pytest.skip("no nvcc: nothing is compiled, so the toolkit does not decide")
+    m = tt.mode()
+    assert (m.arch, m.name) == ("sm_70", "gpu")
+
+
+def test_an_arch_nvcc_cannot_target_is_refused_before_compiling(monkeypatch):
+    import tilelang
+
+    if runtime.nvcc_path() is None or runtime.can_build("sm_70"):
+        pytest.skip("needs an nvcc without Volta (CUDA 13)")
+    monkeypatch.setattr(tilelang, "compile", lambda *a, **k: pytest.fail("reached the compiler"))
+    with pytest.raises(runtime.ArchError) as err:
+        runtime.compile_kernel(runtime.probe_program(), arch="sm_70")
+    text = str(err.value)
+    assert "\n" not in text and "sm_70" in text and "CUDA 12" in text and "nvcc" in text
+
+
+def test_a_notebook_whose_kernels_need_other_archs_switches_in_one_line(fake_gpu, capsys):
+    fake_gpu((7, 5), "Tesla T4")
+    assert runtime.use_arch_among(("sm_90a", "sm_100a"), "these kernels need 224 KiB of shared memory") == "sm_90a"
+    out = capsys.readouterr().out.strip()
+    assert out.count("\n") == 0 and out.startswith("sm_75:") and "sm_90a" in out and "emulator" in out
+    m = tt.mode()
+    assert (m.arch, m.name, m.why_emulated) == ("sm_90a", "emulated", "another architecture")
+    assert runtime.use_arch_among(("sm_90a",), "x") == "sm_90a" and capsys.readouterr().out == ""
+
+
+# ---------------------------------------------------------------------------------------------
+# The mode is decided once: cached, and recomputed when what it depends on changes.
+# ---------------------------------------------------------------------------------------------
+
+def test_the_mode_is_cached_and_invalidated_by_every_input(fake_gpu, monkeypatch):
+    fake_gpu((9, 0), "H200")
+    first = tt.mode()
+    assert first.name == "gpu" and tt.mode() is first, "asked twice, decided once"
+    tt.set_arch("sm_80")
+    assert (tt.mode().arch, tt.mode().name) == ("sm_80", "emulated")
+    tt.set_arch(None)
+    assert tt.mode() == first
+    tt.force_emulation(True)
+    assert (tt.mode().name, tt.mode().why_emulated) == ("emulated", "forced")
+    tt.force_emulation(None)
+    assert tt.mode() == first
+    monkeypatch.setenv(runtime.EMULATE_ENV, "1")
+    assert tt.mode().why_emulated == "forced"
+    monkeypatch.setenv(runtime.EMULATE_ENV, "0")
+    assert tt.mode().name == "gpu"
+    monkeypatch.setenv(runtime.ARCH_ENV, "sm_89")
+    assert tt.mode().arch == "sm_89"
+    monkeypatch.delenv(runtime.ARCH_ENV)
+    with tt.arch_override("sm_100a"):
+        assert tt.mode().arch == "sm_100a"
+    assert tt.mode() == first
+    # nvcc's whereabouts: PATH / CUDA_HOME changes are seen
+    cached = tt.mode()
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    after = tt.mode()
+    assert after is not cached and after.can_compile == (runtime.nvcc_path() is not None)
+
+
+def test_run_on_the_gpu_is_a_plain_call_and_emulates_otherwise(fake_gpu, monkeypatch):
+    from tilelang_tutorial import emulate
+
+    calls = []
+
+    class Compiled:                      # what tilelang.compile returns, for run()'s purposes
+        def get_kernel_source(self):
+            return ""
+
+        def __call__(self, *args):
+            calls.append(("gpu", args))
+
+    monkeypatch.setattr(emulate, "run", lambda kernel, *args, **scalars: calls.append(("emulated", args, scalars)))
+    fake_gpu((9, 0), "H200")
+    kernel = Compiled()
+    tt.run(kernel, 1, 2, n=3)
+    assert calls.pop() == ("gpu", (1, 2, 3))
+    assert runtime.launcher(kernel) is kernel
+    tt.run(runtime.UncompiledKernel(None, "sm_90a"), 1)
+    assert calls.pop()[0] == "emulated"
+    tt.force_emulation(True)
+    tt.run(kernel, 1, 2)
+    assert calls.pop() == ("emulated", (1, 2), {})
+
+
+def test_mode_and_run_cost_well_under_a_microsecond_above_the_call(fake_gpu):
+    """The per-call price of the mode check (CPU; the GPU figure comes from ``host-cost``)."""
+    from tilelang_tutorial import host_cost
+
+    fake_gpu((9, 0), "H200")
+
+    class Compiled:
+        def get_kernel_source(self):
+            return ""
+
+        def __call__(self, *args):
+            return None
+
+    kernel = Compiled()
+    costs = host_cost.compare({"bare": lambda: kernel(1, 2), "runtime.run": lambda: tt.run(kernel, 1, 2),
+                               "runtime.mode": tt.mode}, calls=2000, sync=None)
+    # measured here (2 shared cores): mode() ~0.5 us, run() ~0.7 us above the call; the bound leaves
+    # room for a loaded machine but fails the old uncached mode (6.5 us on the H200's host)
+    assert costs["runtime.mode"] < 3.0 and costs["runtime.run"] - costs["bare"] < 3.0, costs

@@ -14,6 +14,16 @@ Three modes, one code path (:func:`compile_kernel` to build, :func:`run` to run)
 
 Where no nvcc exists at all (macOS), :func:`compile_kernel` returns an :class:`UncompiledKernel`
 that still runs in the emulator and says plainly that there is no generated code.
+
+A GPU the tutorial cannot build for (an architecture missing from :data:`ARCHS`, e.g. a Pascal
+card or one newer than the table, or one the installed nvcc dropped, e.g. Volta with CUDA 13)
+never raises: kernels are compiled for the nearest target that can be built and run in the
+emulator, and :func:`describe_mode` says so in one sentence.
+
+:func:`mode` is decided once and cached; the cache is keyed on what can change it (the
+:func:`set_arch` / :func:`force_emulation` choices and the environment variables
+``TILELANG_TUTORIAL_ARCH``, ``TILELANG_TUTORIAL_EMULATE``, ``CUDA_HOME``, ``CUDA_PATH``, ``PATH``),
+read in a few hundred nanoseconds, so every op may ask for it on every call.
 """
 from __future__ import annotations
 
@@ -21,8 +31,15 @@ import contextlib
 import functools
 import os
 import shutil
+import logging
 from dataclasses import dataclass
 from typing import Any
+
+# TileLang sets its own logger to INFO when imported, after this package is, and then logs two
+# lines per compile ("begins to compile", "completes") and nvcc's command line: a level on the
+# child loggers holds whatever TileLang does to its parent. Warnings and errors still show.
+for _name in ("tilelang.jit", "tilelang.contrib", "tilelang.cache"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
 
 ARCH_ENV = "TILELANG_TUTORIAL_ARCH"
 EMULATE_ENV = "TILELANG_TUTORIAL_EMULATE"
@@ -46,6 +63,11 @@ class Arch:
 #: Shared memory per block: the CUDA programming guide's opt-in maxima (the same figures CUTLASS
 #: ships as ``smXX_smem_capacity_bytes``).
 ARCHS = {
+    # Volta and Turing: no cp.async, no bf16 tensor cores; GEMMs lower to TileLang's mma_sm70 /
+    # mma_sm75 paths. CUDA 13's nvcc no longer compiles for sm_70 (a CUDA 12 toolkit does):
+    # :func:`can_build` asks the installed nvcc, and a build it cannot do is refused in one line.
+    "sm_70": Arch("sm_70", "Volta (V100)", 98304, 80, note="CUDA 13's nvcc dropped Volta: needs a CUDA 12 toolkit"),
+    "sm_75": Arch("sm_75", "Turing (T4 / RTX 20xx)", 65536, 40),
     "sm_80": Arch("sm_80", "Ampere (A100)", 166912, 108),
     "sm_86": Arch("sm_86", "Ampere (RTX 30xx / A10)", 101376, 84),
     "sm_89": Arch("sm_89", "Ada (L4 / RTX 40xx)", 101376, 58),
@@ -68,6 +90,67 @@ def arch_for_capability(major: int, minor: int) -> str:
     variant from Hopper on (what TileLang's own detection does), e.g. (9, 0) -> sm_90a,
     (10, 0) -> sm_100a, (12, 0) -> sm_120a."""
     return f"sm_{major}{minor}" + ("a" if major >= 9 else "")
+
+
+def capability_of(arch: str) -> tuple[int, int]:
+    """``"sm_90a"`` -> ``(9, 0)``, ``"sm_75"`` -> ``(7, 5)``."""
+    digits = arch.removeprefix("sm_").rstrip("af")
+    return int(digits[:-1]), int(digits[-1])
+
+
+def _nvcc_version(nvcc: str) -> str:
+    out = _nvcc_query(nvcc, "--version")
+    for word in reversed(out.replace(",", " ").split()):
+        if word[:1].isdigit() and "." in word:
+            return word
+    return "?"
+
+
+@functools.lru_cache(maxsize=8)
+def _nvcc_query(nvcc: str, flag: str) -> str:
+    import subprocess
+
+    try:
+        return subprocess.run([nvcc, flag], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def why_not_buildable(arch: str) -> str | None:
+    """``None`` where ``arch`` can be compiled here, else one line saying why not (an
+    architecture the tutorial does not know, or one the installed nvcc cannot target). Without
+    nvcc nothing is compiled at all (:class:`UncompiledKernel`), so only the table is checked."""
+    if arch not in ARCHS:
+        return f"the tutorial has no entry for {arch} (it knows {', '.join(ACCEPTED_ARCHS)})"
+    nvcc = nvcc_path()
+    if nvcc is None:
+        return None
+    listed = _nvcc_query(nvcc, "--list-gpu-arch").split()
+    major, minor = capability_of(arch)
+    if listed and f"compute_{major}{minor}" not in listed:
+        note = f" ({ARCHS[arch].note})" if ARCHS[arch].note else ""
+        return f"nvcc {_nvcc_version(nvcc)} at {nvcc} cannot compile for {arch}{note}"
+    return None
+
+
+def can_build(arch: str) -> bool:
+    """True where kernels for ``arch`` can be compiled here (see :func:`why_not_buildable`)."""
+    return why_not_buildable(arch) is None
+
+
+def nearest_buildable_arch(major: int, minor: int, among=None) -> str:
+    """The target closest to a GPU of capability ``(major, minor)`` that can be built here: the
+    newest one not newer than the GPU, else the oldest one (``among``: the candidates, by default
+    every entry of :data:`ARCHS`; the ``a`` variants from Hopper on, as for a real GPU)."""
+    names = [n for n in (among or ACCEPTED_ARCHS) if can_build(n)] or list(among or ACCEPTED_ARCHS)
+    # one target per capability: the arch-specific one a GPU of that capability would get
+    by_cap = {}
+    for n in names:
+        cap = capability_of(n)
+        if cap not in by_cap or n == arch_for_capability(*cap):
+            by_cap[cap] = n
+    older = [c for c in by_cap if c <= (major, minor)]
+    return by_cap[max(older)] if older else by_cap[min(by_cap)]
 
 _arch_override: str | None = None
 _force_emulation: bool | None = None
@@ -101,6 +184,22 @@ def set_arch(arch: str | None) -> None:
     _arch_override = None if arch is None else validate_arch(arch)
 
 
+def use_arch_among(archs, why: str) -> str:
+    """For a notebook whose kernels build only for ``archs``: where the current architecture is
+    not one of them, print one line and compile for the nearest of them (the kernels then run
+    in the emulator); return the architecture kernels are compiled for now.
+
+    >>> use_arch_among(("sm_90a",), "the hand-written schedules are Hopper code")  # doctest: +SKIP
+    """
+    arch = current_arch()
+    if arch in archs:
+        return arch
+    chosen = nearest_buildable_arch(*capability_of(arch), among=tuple(archs))
+    print(f"{arch}: {why}; compiling for {chosen} and running in the emulator instead")
+    set_arch(chosen)
+    return chosen
+
+
 @contextlib.contextmanager
 def arch_override(arch: str):
     """Compile for ``arch`` inside a ``with`` block, then restore the previous choice."""
@@ -113,8 +212,10 @@ def arch_override(arch: str):
         _arch_override = previous
 
 
+@functools.lru_cache(maxsize=None)
 def gpu_available() -> bool:
-    """True when torch sees a CUDA GPU that kernels can be launched on."""
+    """True when torch sees a CUDA GPU that kernels can be launched on (asked once per process;
+    :func:`invalidate_mode` asks again)."""
     try:
         import torch
     except ImportError:  # pragma: no cover - torch is a hard dependency
@@ -130,16 +231,32 @@ def _device_name() -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _gpu_arch() -> str:
+def _gpu_capability() -> tuple[int, int]:
     import torch
 
-    return arch_for_capability(*torch.cuda.get_device_capability())
+    return tuple(torch.cuda.get_device_capability())
+
+
+def _gpu_arch() -> str:
+    """The visible GPU's own target (which may be one the tutorial cannot build for)."""
+    return arch_for_capability(*_gpu_capability())
+
+
+def gpu_target() -> tuple[str, str]:
+    """``(arch, why)`` for the visible GPU: its own target and ``""`` where that can be built
+    here, else the nearest target that can, and one line saying why its own cannot."""
+    own = _gpu_arch()
+    why = why_not_buildable(own)
+    if why is None:
+        return own, ""
+    return nearest_buildable_arch(*_gpu_capability()), why
 
 
 def current_arch() -> str:
     """The architecture kernels are compiled for right now.
 
-    Order: :func:`set_arch`, then ``TILELANG_TUTORIAL_ARCH``, then the visible GPU, then sm_90a.
+    Order: :func:`set_arch`, then ``TILELANG_TUTORIAL_ARCH``, then the visible GPU (its own
+    target, or the nearest buildable one where its own cannot be built), then sm_90a.
     """
     if _arch_override is not None:
         return _arch_override
@@ -147,7 +264,7 @@ def current_arch() -> str:
     if env:
         return validate_arch(env)
     if gpu_available():
-        return validate_arch(_gpu_arch())
+        return gpu_target()[0]
     return DEFAULT_COMPILE_ONLY_ARCH
 
 
@@ -162,7 +279,8 @@ class Mode:
     arch: str                 # what kernels are compiled for
     device_name: str | None   # the GPU present, if any
     can_compile: bool         # nvcc found: generated CUDA / PTX are available
-    why_emulated: str = ""    # "no GPU", "forced", "another architecture"
+    why_emulated: str = ""    # "no GPU", "forced", "another architecture", "unsupported GPU"
+    detail: str = ""          # for "unsupported GPU": why the GPU's own target cannot be built
 
     @property
     def can_run(self) -> bool:
@@ -188,19 +306,60 @@ def _emulation_forced() -> bool:
     return os.environ.get(EMULATE_ENV, "").strip() not in ("", "0")
 
 
-def mode() -> Mode:
-    """The current mode: where kernels run, and the architecture they are compiled for."""
+# What the mode depends on, read cheaply: the process environment's own mapping (os.environ's
+# ``_data``, keys encoded the platform's way) answers in ~30 ns where os.environ.get takes
+# 250-600 ns. The mode is recomputed whenever one of these, or a set_arch / force_emulation
+# choice, differs from when it was cached.
+_MODE_ENV = (ARCH_ENV, EMULATE_ENV, "CUDA_HOME", "CUDA_PATH", "PATH")
+_ENV_DATA = getattr(os.environ, "_data", None)
+_ENV_KEYS = tuple(os.environ.encodekey(k) for k in _MODE_ENV) if _ENV_DATA is not None else ()
+_mode_cache: tuple | None = None       # (key, Mode)
+
+
+def _mode_key() -> tuple:
+    if _ENV_DATA is not None:
+        get = _ENV_DATA.get
+        return (_arch_override, _force_emulation) + tuple([get(k) for k in _ENV_KEYS])
+    return (_arch_override, _force_emulation) + tuple(os.environ.get(k) for k in _MODE_ENV)  # pragma: no cover
+
+
+def invalidate_mode() -> None:
+    """Forget the cached mode and what was asked of the GPU and nvcc (tests that fake a GPU call
+    this; a reader never needs to)."""
+    global _mode_cache
+    _mode_cache = None
+    for cached in (gpu_available, _device_name, _gpu_capability, _nvcc_query, _nvcc_lookup):
+        getattr(cached, "cache_clear", lambda: None)()   # a test may have replaced one
+
+
+def _decide_mode() -> Mode:
     gpu = gpu_available()
     name = _device_name() if gpu else None
     arch = current_arch()
     can_compile = nvcc_path() is not None
     if gpu and _emulation_forced():
         return Mode("emulated", arch, name, can_compile, "forced")
-    if gpu and arch != _gpu_arch():
-        return Mode("emulated", arch, name, can_compile, "another architecture")
     if gpu:
+        built_for, why = gpu_target()
+        if why and arch == built_for:   # no choice made: the GPU's own target cannot be built here
+            return Mode("emulated", arch, name, can_compile, "unsupported GPU", why)
+        if arch != _gpu_arch():
+            return Mode("emulated", arch, name, can_compile, "another architecture")
         return Mode("gpu", arch, name, can_compile)
     return Mode("emulated", arch, None, can_compile, "no GPU")
+
+
+def mode() -> Mode:
+    """The current mode: where kernels run, and the architecture they are compiled for (decided
+    once, recomputed only when a choice or environment variable it depends on changes)."""
+    global _mode_cache
+    key = _mode_key()
+    cached = _mode_cache
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    decided = _decide_mode()
+    _mode_cache = (key, decided)
+    return decided
 
 
 def describe_mode() -> str:
@@ -215,9 +374,14 @@ def describe_mode() -> str:
              if m.can_compile else
              "no nvcc was found, so kernels are not compiled (no generated CUDA or PTX here; set CUDA_HOME or "
              "run ./tutorial setup to install NVIDIA's nvcc from PyPI), but they still run")
-    why = {"no GPU": "no CUDA GPU is visible",
-           "forced": f"{EMULATE_ENV}=1 asks for emulation although a {m.device_name} is present",
-           "another architecture": f"a {m.device_name} is present but kernels are built for {m.arch}"}[m.why_emulated]
+    if m.why_emulated == "unsupported GPU":
+        own = _gpu_arch()
+        why = (f"a {m.device_name} ({own}) is present, but {m.detail}, so the nearest target that can be "
+               f"built stands in")
+    else:
+        why = {"no GPU": "no CUDA GPU is visible",
+               "forced": f"{EMULATE_ENV}=1 asks for emulation although a {m.device_name} is present",
+               "another architecture": f"a {m.device_name} is present but kernels are built for {m.arch}"}[m.why_emulated]
     return (f"Emulated mode: {why}; {built} in the tile emulator on the CPU -- emulated on CPU, "
             f"correctness only, no timing. Latencies shown are recorded GPU measurements, labelled as such.")
 
@@ -251,12 +415,18 @@ class UncompiledKernel:
 def launcher(kernel):
     """What :func:`run` would do with ``kernel``, decided once: a callable taking the kernel's
     arguments. Plans keep one, so their fast path pays no mode check per call."""
-    m = mode()
-    if m.can_run and not isinstance(kernel, UncompiledKernel) and hasattr(kernel, "get_kernel_source"):
+    if mode().name == "gpu" and _launchable(type(kernel)):
         return kernel
     from . import emulate
 
     return functools.partial(emulate.run, kernel)
+
+
+@functools.lru_cache(maxsize=64)
+def _launchable(kind: type) -> bool:
+    """A compiled kernel (TileLang's JITKernel and alike) rather than a program or an
+    :class:`UncompiledKernel`: decided once per type, not per call."""
+    return not issubclass(kind, UncompiledKernel) and hasattr(kind, "get_kernel_source")
 
 
 def run(kernel, *args, **scalars):
@@ -265,10 +435,10 @@ def run(kernel, *args, **scalars):
 
     ``kernel`` is what :func:`compile_kernel` / ``tilelang.compile`` returned, or a ``T.prim_func``
     (emulated mode only). Returns what the kernel returns (its outputs when it has ``out_idx``).
+    The GPU path is a cached mode and a type check: well under a microsecond above the call.
     """
-    m = mode()
-    if m.can_run and not isinstance(kernel, UncompiledKernel) and hasattr(kernel, "get_kernel_source"):
-        return kernel(*args, **scalars) if not scalars else kernel(*args, *scalars.values())
+    if mode().name == "gpu" and _launchable(type(kernel)):
+        return kernel(*args, *scalars.values()) if scalars else kernel(*args)
     from . import emulate
 
     return emulate.run(kernel, *args, **scalars)
@@ -318,9 +488,12 @@ def compile_kernel(
     """
     import tilelang
 
-    arch = arch or current_arch()
+    arch = validate_arch(arch) if arch else current_arch()
     if nvcc_path() is None:
         return UncompiledKernel(program, arch, out_idx)
+    why = why_not_buildable(arch)
+    if why is not None:     # one line, before any compiler runs
+        raise ArchError(f"cannot compile for {arch}: {why}")
     configs = dict(ARCHS[arch].pass_configs) if arch in ARCHS else {}
     configs.update(pass_configs or {})
     return tilelang.compile(program, out_idx=out_idx, target=target(arch), pass_configs=configs or None)
