@@ -64,14 +64,20 @@ def exercise_cases():
     return [
         Exercise("05 config", ex.check_rmsnorm_config, config.CONFIG_640, starter=None,
                  wrong_answers=(WrongAnswer("five lanes per row", wrong.rmsnorm_config_five_lanes(), "power of two"),
-                                WrongAnswer("one lane per row", wrong.rmsnorm_config_one_lane_per_row(), "spilled"))),
+                                WrongAnswer("one lane per row", wrong.rmsnorm_config_one_lane_per_row(), "spilled"),
+                                WrongAnswer("128 lanes, 38 % padding", RMSNormSiLUConfig(group=128, threads=256), "pads the row"),
+                                WrongAnswer("32 lanes (the rule's padded layout)", RMSNormSiLUConfig(group=32, threads=256),
+                                            "32 lanes 2672 GB/s"))),
         Exercise("05 residual", ex.check_residual_rmsnorm_silu, residual.residual_rmsnorm_silu_solution,
                  starter=todo,
                  wrong_answers=(
-                     WrongAnswer("layout left to inference", wrong.wrong_residual_no_layout, "16-byte vectors"),
+                     WrongAnswer("layout left to inference", wrong.wrong_residual_no_layout, "not annotated"),
                      WrongAnswer("4 parameters", lambda C, dtype="float16": rmsnorm_silu_program(C, dtype),
                                  "5 parameters"),
-                     WrongAnswer("added after the norm", wrong.wrong_residual_after_norm, "wrong values"),
+                     WrongAnswer("added after the norm", wrong.wrong_residual_after_norm, "r is added after the norm"),
+                     WrongAnswer("x + r summed in fp16", wrong.wrong_residual_fp16_sum, "exceeds 65504"),
+                     WrongAnswer("eps left out", wrong.wrong_residual_no_eps, "eps belongs inside the square root"),
+                     WrongAnswer("R's fragment not annotated", wrong.wrong_residual_r_not_annotated, "r not annotated"),
                  )),
     ]
 

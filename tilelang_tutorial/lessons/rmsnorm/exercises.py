@@ -8,6 +8,8 @@
    and stores of Y, the size of the reduction (``AllReduce`` over ``group`` lanes), each
    thread's slice of the row, and ptxas's registers and spills (``inspector.resource_usage``, no
    GPU needed), then runs the kernel against the fp32 reference (GPU, or the tile emulator).
+   A layout that pads the row where an unpadded one builds is rejected, with the width sweep's
+   measurement where it has one; which correct layout is *fastest* is timed only on a GPU (○ here).
 
 2. **A residual input**: ``y = silu(rms_norm(x + r) * gamma)`` over the last dim, ``x + r``
    formed in fp32. Write ``factory(C, dtype)`` returning a ``T.prim_func`` with five parameters,
@@ -19,13 +21,16 @@
        Y:     T.Tensor((m, C), dtype)
        eps:   T.float32                     # a runtime scalar, like the kernel's
 
-   then ``check_residual_rmsnorm_silu(factory)``. The checker calls your factory for C = 96 (a
-   width where layout inference alone goes wrong), checks the parameters (names do not matter;
-   shapes and dtypes do), compiles it, reads the generated CUDA (X and R must be loaded and Y
-   stored with 16-byte vectors), and runs C = 96 and C = 640 with a ragged number of rows and a
-   poisoned (NaN) output against the fp32 reference, on the GPU or in the tile emulator. The
-   hint: start from ``rmsnorm_silu_program`` (the lesson's ``kernel`` module); the residual fragment needs the same
-   ``row_group_layout`` annotation as X.
+   then ``check_residual_rmsnorm_silu(factory)``. Every ``(block_m, width)`` fragment is given its
+   layout with ``T.annotate_layout`` (``row_group_layout``, as the kernel does). The checker calls
+   your factory for C = 96 (a width where layout inference alone goes wrong), checks the
+   parameters (names do not matter; shapes and dtypes do), reads the program's layout annotations,
+   compiles it, reads the generated CUDA (X and R must be loaded and Y stored with 16-byte
+   vectors), and runs C = 96 and C = 640 with a ragged number of rows and a poisoned (NaN) output
+   against the fp32 reference, on the GPU or in the tile emulator. The inputs hold ordinary rows
+   and three kinds that catch shortcuts (:data:`ROW_KINDS`): rows where x + r exceeds fp16's
+   range (a 16-bit sum overflows), rows whose mean square is below eps, and rows with x + r = 0
+   (both need eps); a failure names the kinds of row that went wrong.
 
 Solutions: ``solutions/config.py`` and ``solutions/residual.py`` in this lesson's folder.
 """
@@ -85,6 +90,51 @@ def _signature(program, C, dtype, res):
     return True
 
 
+#: Rows of the residual checker's inputs, chosen so that each plausible shortcut changes numbers:
+#: ``large`` rows hold |x|, |r| in [30000, 50000] with one sign per row, so x + r reaches 1e5,
+#: beyond fp16's largest value (65504): a sum formed in fp16 is inf there, in fp32 it is exact;
+#: ``tiny`` rows hold |x|, |r| about 1e-3, a mean square of about 2e-6, below eps (1e-5), so a
+#: kernel without eps scales them about 2.5x too much; ``zero`` rows hold r = -x exactly, where
+#: 1/sqrt(0) without eps is inf and inf * 0 is NaN; the rest are ordinary N(0, 1) rows.
+ROW_KINDS = {"large": slice(0, 64), "tiny": slice(64, 128), "zero": slice(128, 136), "ordinary": slice(136, RAGGED_M)}
+
+
+def residual_inputs(C: int, dtype: str = "float16", device: str = "cpu", M: int = RAGGED_M):
+    """(x, r, gamma) for the residual checker: fresh random, with the rows of :data:`ROW_KINDS`."""
+    import torch
+
+    tdt = getattr(torch, dtype)
+    x = checks.random_tensor((M, C), torch.float32, device)
+    r = checks.random_tensor((M, C), torch.float32, device)
+    large, tiny, zero = ROW_KINDS["large"], ROW_KINDS["tiny"], ROW_KINDS["zero"]
+    n_large = large.stop - large.start
+    sign = torch.where(torch.rand(n_large, 1, device=device) < 0.5, -1.0, 1.0)
+    x[large] = sign * (3e4 + 2e4 * torch.rand(n_large, C, device=device))
+    r[large] = sign * (3e4 + 2e4 * torch.rand(n_large, C, device=device))
+    x[tiny] *= 1e-3
+    r[tiny] *= 1e-3
+    x, r = x.to(tdt), r.to(tdt)
+    r[zero] = -x[zero]
+    return x, r, checks.random_tensor((C,), tdt, device)
+
+
+def _fragments(program):
+    """(every 2-D fragment the kernel allocates, the names T.annotate_layout gave a layout)."""
+    from tvm import tirx
+    from tvm.tirx.stmt_functor import post_order_visit
+
+    fragments, annotated = [], set()
+
+    def visit(node):
+        if isinstance(node, tirx.SBlock):
+            fragments.extend(b.name for b in node.alloc_buffers if b.scope() == "local.fragment" and len(b.shape) == 2)
+            if "layout_map" in node.annotations:
+                annotated.update(b.name for b in node.annotations["layout_map"].keys())
+
+    post_order_visit(program.body, visit)
+    return fragments, annotated
+
+
 def _check(factory, dtype, arch) -> ExerciseResult:
     res = ExerciseResult()
     arch = arch or runtime.current_arch()
@@ -95,6 +145,16 @@ def _check(factory, dtype, arch) -> ExerciseResult:
         return res
     if not _signature(program, C, dtype, res):
         return res
+    # The spec names the layout: every (block_m, width) fragment carries one chosen with
+    # T.annotate_layout. Read from the program itself: where inference copies x's layout onto r
+    # through the loop that adds them, the generated code cannot tell an unannotated r apart.
+    fragments, annotated = _fragments(program)
+    loose = [name for name in fragments if name not in annotated]
+    if loose:
+        res.failed(f"fragment(s) {', '.join(loose)} not annotated: the spec asks for every (block_m, width) fragment "
+                   f"in T.annotate_layout with row_group_layout(...), as the kernel does for x, sq and y")
+        res.hint("without it the layout of each is left to inference: it may copy x's layout through a loop that "
+                 "uses both, or give each thread a whole row (section 2)")
     kernel = compile_or_fail(res, program, arch)
     if kernel is None:
         return res
@@ -109,33 +169,100 @@ def _check(factory, dtype, arch) -> ExerciseResult:
     elif missing:
         return res.failed(
             f"at C = {C} the generated CUDA does not access {', '.join(missing)} with 16-byte vectors (uint4): "
-            f"layout inference probably gave each thread a whole row. Annotate every (block_m, C) fragment "
+            f"layout inference probably gave each thread a whole row. Annotate every (block_m, width) fragment "
             f"with row_group_layout(...) (the lesson's kernel module) as the kernel does.")
     else:
         res.passed(f"X and R are loaded and Y stored with 16-byte vectors at C = {C}")
+    if not res.ok:
+        return res
 
-    import torch
-
-    dev = runtime.mode().device
-    tdt = getattr(torch, dtype)
     for width in RUN_WIDTHS:
         try:
             with quiet_tilelang():
                 k = kernel if width == C else runtime.compile_kernel(factory(width, dtype), arch=arch)
         except Exception as exc:
             return res.failed(f"C = {width}: factory/compile failed: {type(exc).__name__}: {str(exc)[:300]}")
-        x = checks.random_tensor((RAGGED_M, width), tdt, dev)
-        r = checks.random_tensor((RAGGED_M, width), tdt, dev)
-        gamma = checks.random_tensor((width,), tdt, dev)
-        y = checks.poisoned((RAGGED_M, width), tdt, dev)
-        run_and_compare(res, k, (x, r, gamma, y, EPS), residual_rmsnorm_silu_reference(x, r, gamma), out=y,
-                        tolerance=checks.TOLERANCE[dtype],
-                        what=f"silu(rms_norm(x + r) * gamma) in fp32 at C = {width}, M = {RAGGED_M}",
-                        hint_unwritten="does the grid cover the last, partial block of rows?",
-                        hint_wrong="the residual is added before the norm: h = x + r in fp32, then rms_norm(h)")
-        if not res.ok or not res.numerics_checked:
+        if not _run_residual(res, k, width, dtype):
             return res
     return res
+
+
+def _run_residual(res: ExerciseResult, kernel, C: int, dtype: str) -> bool:
+    """Run the reader's kernel on :func:`residual_inputs`, compare each kind of row with the fp32
+    reference and name the mistake the failing kinds point to. True when everything matched."""
+    import torch
+
+    from ... import emulate
+
+    m = runtime.mode()
+    where = "the GPU" if m.can_run else "the emulator (CPU)"
+    x, r, gamma = residual_inputs(C, dtype, m.device)
+    y = checks.poisoned(x.shape, getattr(torch, dtype), m.device)
+    try:
+        with quiet_tilelang():
+            runtime.run(kernel, x, r, gamma, y, EPS)
+        if m.can_run:
+            torch.cuda.synchronize()
+    except emulate.UnsupportedConstruct as exc:
+        res.skipped(f"NOT CHECKED: the emulator cannot run this kernel ({exc}); correctness needs a GPU here")
+        return False
+    except Exception as exc:
+        res.failed(f"running it on {where} failed: {type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300]}")
+        return False
+    res.ran_on = where
+    tolerance = checks.TOLERANCE[dtype]
+    reference = residual_rmsnorm_silu_reference(x, r, gamma)
+    whole = checks.compare(y, reference, tolerance=tolerance)
+    what = f"C = {C}, M = {x.shape[0]}, ran in {where}"
+    if whole.unwritten:
+        res.failed(f"{whole.unwritten} of {y.numel()} outputs were never written (still NaN), {what}")
+        res.hint("does the grid cover the last, partial block of rows (T.ceildiv(m, block_m)), and does T.copy(y, "
+                 "Y[...]) store the whole tile?")
+        return False
+    by_kind = {kind: checks.compare(y[rows], reference[rows], tolerance=tolerance) for kind, rows in ROW_KINDS.items()}
+    wrong = [kind for kind, cmp in by_kind.items() if not cmp.ok]
+    if not wrong and whole.ok:
+        res.numerics_checked = True
+        res.passed(f"matches silu(rms_norm(x + r) * gamma) in fp32 ({what}): ordinary rows, rows where x + r reaches "
+                   f"1e5 (beyond fp16's 65504), rows with a mean square below eps and rows with x + r = 0; {whole}")
+        return True
+    res.failed(f"wrong values ({what}) in the {', '.join(wrong)} rows: {whole}")
+    for kind in wrong:
+        res.hint(f"{kind} rows: {by_kind[kind]}")
+    if "ordinary" in wrong:
+        after_norm = _silu(x.float() * _rstd(x.float()) * gamma.float() + r.float())
+        no_residual = _silu(x.float() * _rstd(x.float()) * gamma.float())
+        rows = ROW_KINDS["ordinary"]
+        if checks.compare(y[rows], after_norm[rows], tolerance=tolerance).ok:
+            res.hint("the ordinary rows equal silu(rms_norm(x) * gamma + r): r is added after the norm; "
+                     "add it first, h = x + r, and normalise h")
+        elif checks.compare(y[rows], no_residual[rows], tolerance=tolerance).ok:
+            res.hint("the ordinary rows equal silu(rms_norm(x) * gamma): R is never added")
+        else:
+            res.hint("even ordinary N(0, 1) rows are wrong: compare your loops with the kernel's, one step at a time "
+                     "(h = x + r, the sum of squares of h, rsqrt(mean + eps), h * rstd * gamma, silu)")
+        return False
+    if "large" in wrong:
+        res.hint("the rows where x + r exceeds 65504 (fp16's largest value) are wrong: the sum was formed in 16 bits "
+                 "and overflowed to inf. Cast each input to float32 before adding: "
+                 "T.Cast('float32', x[i, j]) + T.Cast('float32', r[i, j])")
+    if "tiny" in wrong or "zero" in wrong:
+        res.hint("rows whose mean square is below eps (1e-5) are wrong"
+                 + (", and rows with x + r = 0 came out NaN (1/sqrt(0) = inf, times 0)" if "zero" in wrong else "")
+                 + ": eps belongs inside the square root, T.rsqrt(sum_of_squares / C + eps)")
+    return False
+
+
+def _rstd(h):
+    import torch
+
+    return torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + EPS)
+
+
+def _silu(v):
+    import torch
+
+    return v * torch.sigmoid(v)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -191,10 +318,6 @@ def _check_config(config, C, dtype, arch) -> ExerciseResult:
     v = rs.vectors_per_thread(C, g)
     res.passed(f"group = {g} lanes per row -> {v} vectors ({v * rs.VEC} elements) of the row per thread; "
                f"{t // g * config.rows_per_thread} rows per block")
-    if v * g != n_vec:
-        res.hint(f"{g} lanes x {v} vectors = {v * g} slots for {n_vec} vectors: the row is padded, and {v * g - n_vec} "
-                 f"slots per row ({100 * (v * g - n_vec) / (v * g):.0f}%) hold nothing (correct: TileLang bounds-checks "
-                 f"each 16-byte vector; notebook 05's section 7 measures what padding costs)")
     try:
         program = rs.rmsnorm_silu_program(C, dtype, config)
     except Exception as exc:
@@ -229,8 +352,11 @@ def _check_config(config, C, dtype, arch) -> ExerciseResult:
             return res.failed(f"ptxas: {usage['registers']} registers/thread and {usage['spill_stores']} B spilled to local "
                               f"memory: {v * rs.VEC} elements of the row per thread is too many; use a larger group")
         res.passed(f"ptxas: {usage['registers']} registers/thread, nothing spilled")
-    if v < 2:
-        res.hint("each thread holds a single 16-byte vector of its row: correct, but few loads in flight per thread")
+    if usage is not None:
+        resident = min(2048, 65536 // max(usage["registers"], 1) // 32 * 32)
+        if resident < 1024:
+            res.hint(f"{usage['registers']} registers/thread: an SM's 65,536 registers hold at most {resident} such "
+                     f"threads of its 2,048, so fewer 16-byte loads are in flight per SM")
     import torch
 
     dev = runtime.mode().device
@@ -238,5 +364,92 @@ def _check_config(config, C, dtype, arch) -> ExerciseResult:
     x = checks.random_tensor((RAGGED_M, C), tdt, dev)
     gamma = checks.random_tensor((C,), tdt, dev)
     y = checks.poisoned((RAGGED_M, C), tdt, dev)
-    return run_and_compare(res, kernel, (x, gamma, y, EPS), rs.rmsnorm_silu_reference(x, gamma, EPS), out=y,
-                           tolerance=checks.TOLERANCE[dtype], what=f"silu(rms_norm(x) * gamma) in fp32, C = {C}, M = {RAGGED_M}")
+    run_and_compare(res, kernel, (x, gamma, y, EPS), rs.rmsnorm_silu_reference(x, gamma, EPS), out=y,
+                    tolerance=checks.TOLERANCE[dtype], what=f"silu(rms_norm(x) * gamma) in fp32, C = {C}, M = {RAGGED_M}")
+    if not res.ok:
+        return res
+    measured = _measured_groups(C)
+    if v * g != n_vec:
+        unpadded = [d for d in valid if n_vec % d == 0]
+        res.failed(f"group = {g} pads the row: {g} lanes x {v} vectors = {v * g} slots for {n_vec} vectors, "
+                   f"{v * g - n_vec} per row ({100 * (v * g - n_vec) / (v * g):.0f}%) empty, where groups of "
+                   f"{', '.join(map(str, unpadded))} lanes divide the row (correct, but slower)")
+        if g in measured:
+            best = max(measured, key=measured.get)
+            res.hint(f"measured at C = {C} ({_widths_source()}): {g} lanes {measured[g]:.0f} GB/s, "
+                     f"{best} lanes {measured[best]:.0f} GB/s")
+        else:
+            res.hint(f"the width sweep skips layouts that leave more than a quarter of the slots empty; over the widths "
+                     f"it measured, {_padding_span()}")
+        return res
+    res.passed(f"no padding: {g} lanes x {v} vectors = the row's {n_vec} vectors")
+    note = (f"the width sweep measured {', '.join(f'{k} lanes {val:.0f} GB/s' for k, val in sorted(measured.items()))} "
+            f"at C = {C} ({_widths_source()})" if measured else "the width sweep has no record of this width")
+    if runtime.mode().can_run:
+        res.skipped(f"which layout is fastest is timed, not judged: {_time_layouts(C, dtype, config, measured)}; {note}")
+    else:
+        res.skipped(f"which layout is fastest, and why, is NOT checked here: a GPU timing would verify it (this "
+                    f"checker times your layout against the measured ones when it runs on a GPU); {note}")
+    return res
+
+
+def _measured_groups(C: int) -> dict:
+    """{group: GB/s} the width sweep (``rmsnorm_widths``) measured at width C; {} without a current record."""
+    from ... import report
+
+    try:
+        records = report.records("rmsnorm_widths", where={"shape.C": C})
+    except Exception:
+        return {}
+    return {c["config"]["group"]: c["quick_gbps"] for r in records for c in r.get("candidates", [])}
+
+
+def _widths_source() -> str:
+    from ... import results
+
+    doc = results.load_file("rmsnorm_widths") or {}
+    prov = doc.get("provenance", {})
+    return f"{prov.get('gpu', 'GPU')}, {str(prov.get('date', ''))[:10]}, fp16"
+
+
+def _padding_span() -> str:
+    from ... import report
+    from . import kernel as rs
+
+    try:
+        records = report.records("rmsnorm_widths")
+    except Exception:
+        records = []
+    padded = [r["ratio_to_ceiling"] for r in records
+              if rs.vectors_per_thread(r["shape"]["C"], r["config"]["group"]) * r["config"]["group"] != r["shape"]["C"] // rs.VEC]
+    flat = [r["ratio_to_ceiling"] for r in records
+            if rs.vectors_per_thread(r["shape"]["C"], r["config"]["group"]) * r["config"]["group"] == r["shape"]["C"] // rs.VEC]
+    if not padded or not flat:
+        return "no current record compares padded and unpadded layouts"
+    return (f"padded layouts reached {min(padded):.2f}-{max(padded):.2f} of copy bandwidth, unpadded ones "
+            f"{min(flat):.2f}-{max(flat):.2f} ({_widths_source()})")
+
+
+def _time_layouts(C, dtype, config, measured) -> str:
+    """GB/s of the reader's layout and of the measured ones, on this GPU (2^20 rows)."""
+    import torch
+
+    from ... import timing
+    from . import kernel as rs
+
+    M = 1 << 20
+    x = checks.random_tensor((M, C), getattr(torch, dtype), "cuda")
+    gamma = checks.random_tensor((C,), getattr(torch, dtype), "cuda")
+    y = torch.empty_like(x)
+    configs = {"yours": config}
+    configs.update({f"{g} lanes": rs.RMSNormSiLUConfig(group=g, threads=max(256, g)) for g in measured if g != config.group})
+    out = []
+    for label, cfg in configs.items():
+        try:
+            kernel = runtime.compile_kernel(rs.rmsnorm_silu_program(C, dtype, cfg))
+            ms = timing.median_ms(lambda: kernel(x, gamma, y, EPS))
+        except Exception as exc:   # a timing that fails is reported, never a verdict
+            out.append(f"{label}: timing failed ({type(exc).__name__})")
+            continue
+        out.append(f"{label} ({cfg.group} lanes) {4 * M * C / ms / 1e6:.0f} GB/s")
+    return "on this GPU, " + ", ".join(out)

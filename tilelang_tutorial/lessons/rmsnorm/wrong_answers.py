@@ -86,3 +86,115 @@ def rmsnorm_config_one_lane_per_row():
     from .kernel import RMSNormSiLUConfig
 
     return RMSNormSiLUConfig(group=1, threads=128)
+
+
+def _residual_layout(C, dtype):
+    from .kernel import VEC, default_config, vectors_per_thread
+
+    cfg = default_config(C, dtype)
+    return cfg.group, cfg.threads, cfg.block_m(), vectors_per_thread(C, cfg.group) * cfg.group * VEC
+
+
+def wrong_residual_fp16_sum(C, dtype="float16"):
+    """Plausible wrong answer: x + r added in the inputs' 16-bit type (the spec says fp32), then
+    widened: a sum beyond 65504 is inf in fp16, and every output of its row is lost."""
+    from .kernel import row_group_layout
+
+    group, threads, block_m, width = _residual_layout(C, dtype)
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def main(X: T.Tensor((m, C), dtype), R: T.Tensor((m, C), dtype), Gamma: T.Tensor((C,), dtype),
+             Y: T.Tensor((m, C), dtype), eps: T.float32):
+        with T.Kernel(T.ceildiv(m, block_m), threads=threads) as bx:
+            x = T.alloc_fragment((block_m, width), dtype)
+            r = T.alloc_fragment((block_m, width), dtype)
+            h = T.alloc_fragment((block_m, width), "float32")
+            sq = T.alloc_fragment((block_m, width), "float32")
+            rstd = T.alloc_fragment((block_m,), "float32")
+            y = T.alloc_fragment((block_m, width), dtype)
+            T.annotate_layout({buf: row_group_layout(block_m, width, group, threads) for buf in (x, r, h, sq, y)})
+            T.copy(X[bx * block_m, 0], x)
+            T.copy(R[bx * block_m, 0], r)
+            for i, j in T.Parallel(block_m, width):
+                h[i, j] = T.Cast("float32", x[i, j] + r[i, j])      # the add happens in fp16
+                sq[i, j] = h[i, j] * h[i, j]
+            T.reduce_sum(sq, rstd, dim=1)
+            for i in T.Parallel(block_m):
+                rstd[i] = T.rsqrt(rstd[i] * (1.0 / C) + eps)
+            for i, j in T.Parallel(block_m, width):
+                v = h[i, j] * rstd[i] * T.Cast("float32", Gamma[j])
+                y[i, j] = T.Cast(dtype, v / (1.0 + T.exp2(v * -_LOG2_E)))
+            T.copy(y, Y[bx * block_m, 0])
+
+    return main
+
+
+def wrong_residual_no_eps(C, dtype="float16"):
+    """Plausible wrong answer: 1/sqrt(mean(h^2)) without eps: right on ordinary rows, wrong (or
+    inf * 0 = NaN) on a row whose mean square is near or at zero."""
+    from .kernel import row_group_layout
+
+    group, threads, block_m, width = _residual_layout(C, dtype)
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def main(X: T.Tensor((m, C), dtype), R: T.Tensor((m, C), dtype), Gamma: T.Tensor((C,), dtype),
+             Y: T.Tensor((m, C), dtype), eps: T.float32):
+        with T.Kernel(T.ceildiv(m, block_m), threads=threads) as bx:
+            x = T.alloc_fragment((block_m, width), dtype)
+            r = T.alloc_fragment((block_m, width), dtype)
+            h = T.alloc_fragment((block_m, width), "float32")
+            sq = T.alloc_fragment((block_m, width), "float32")
+            rstd = T.alloc_fragment((block_m,), "float32")
+            y = T.alloc_fragment((block_m, width), dtype)
+            T.annotate_layout({buf: row_group_layout(block_m, width, group, threads) for buf in (x, r, h, sq, y)})
+            T.copy(X[bx * block_m, 0], x)
+            T.copy(R[bx * block_m, 0], r)
+            for i, j in T.Parallel(block_m, width):
+                h[i, j] = T.Cast("float32", x[i, j]) + T.Cast("float32", r[i, j])
+                sq[i, j] = h[i, j] * h[i, j]
+            T.reduce_sum(sq, rstd, dim=1)
+            for i in T.Parallel(block_m):
+                rstd[i] = T.rsqrt(rstd[i] * (1.0 / C))              # eps left out
+            for i, j in T.Parallel(block_m, width):
+                v = h[i, j] * rstd[i] * T.Cast("float32", Gamma[j])
+                y[i, j] = T.Cast(dtype, v / (1.0 + T.exp2(v * -_LOG2_E)))
+            T.copy(y, Y[bx * block_m, 0])
+
+    return main
+
+
+def wrong_residual_r_not_annotated(C, dtype="float16"):
+    """Plausible wrong answer: the solution with R's fragment left out of T.annotate_layout (the
+    spec asks for every (block_m, width) fragment to carry the row-group layout)."""
+    from .kernel import row_group_layout
+
+    group, threads, block_m, width = _residual_layout(C, dtype)
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def main(X: T.Tensor((m, C), dtype), R: T.Tensor((m, C), dtype), Gamma: T.Tensor((C,), dtype),
+             Y: T.Tensor((m, C), dtype), eps: T.float32):
+        with T.Kernel(T.ceildiv(m, block_m), threads=threads) as bx:
+            x = T.alloc_fragment((block_m, width), dtype)
+            r = T.alloc_fragment((block_m, width), dtype)
+            h = T.alloc_fragment((block_m, width), "float32")
+            sq = T.alloc_fragment((block_m, width), "float32")
+            rstd = T.alloc_fragment((block_m,), "float32")
+            y = T.alloc_fragment((block_m, width), dtype)
+            T.annotate_layout({buf: row_group_layout(block_m, width, group, threads) for buf in (x, h, sq, y)})
+            T.copy(X[bx * block_m, 0], x)
+            T.copy(R[bx * block_m, 0], r)
+            for i, j in T.Parallel(block_m, width):
+                h[i, j] = T.Cast("float32", x[i, j]) + T.Cast("float32", r[i, j])
+                sq[i, j] = h[i, j] * h[i, j]
+            T.reduce_sum(sq, rstd, dim=1)
+            for i in T.Parallel(block_m):
+                rstd[i] = T.rsqrt(rstd[i] * (1.0 / C) + eps)
+            for i, j in T.Parallel(block_m, width):
+                v = h[i, j] * rstd[i] * T.Cast("float32", Gamma[j])
+                y[i, j] = T.Cast(dtype, v / (1.0 + T.exp2(v * -_LOG2_E)))
+            T.copy(y, Y[bx * block_m, 0])
+
+    return main
