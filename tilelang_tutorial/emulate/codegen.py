@@ -185,6 +185,7 @@ class CodeGen:
         self.kernel_index = -1
         self.role_names: list = []
         self.entry_params: list = []
+        self.serial_par = 0             # > 0 inside a T.Parallel nest TileLang runs serially per thread
 
     # ------------------------------------------------------------------ emission utilities
     def emit(self, line: str) -> None:
@@ -876,6 +877,11 @@ class CodeGen:
                 return
             if kind not in (FOR_SERIAL, FOR_UNROLLED, FOR_VECTORIZED):
                 raise UnsupportedConstruct(f"For loop kind {s.kind}", stmt_text(s))
+        self.serial_loop(s, lo, ext, "serial")
+
+    def serial_loop(self, s: tir.For, lo: Ex, ext: Ex, kind_label: str) -> None:
+        step = s.step if getattr(s, "step", None) is not None else None
+        with self.site(s, text=stmt_text(s)):
             n = self.pyname(s.loop_var.name)
             self.vmap[s.loop_var] = VarInfo(n, frozenset(), D.canonical(s.loop_var.dtype))
             lo_c = self.uniform(lo, f"lower bound of loop {s.loop_var.name}")
@@ -889,14 +895,107 @@ class CodeGen:
                 self.emit(f"for {n} in range({lo_c}, {lo_c} + {ext_c}):")
         with contextlib.suppress(Exception):
             self.analyzer.bind(s.loop_var, tvm.ir.Range.from_min_extent(s.min, s.extent))
-        self.loops.append((s.loop_var.name, n, "serial"))
+        self.loops.append((s.loop_var.name, n, kind_label))
         with self.indent():
             with self.var_scope():
                 self.stmt(s.body)
             self.emit("pass")
         self.loops.pop()
 
+    def parallel_plan(self, s: tir.For) -> bool:
+        """How TileLang 0.1.15 lowers this ``T.Parallel`` nest, where vectorised lockstep execution
+        would give another answer: True when the nest must run as per-thread serial loops (a
+        fragment element, or a local element with no fragment in the nest, written with an index
+        that no loop variable of the nest reaches -- TileLang replicates the nest in every thread:
+        ``acc[0] += X[i]`` is a sum). Raises UnsupportedConstruct where the GPU's answer depends
+        on the layout TileLang infers (several iterations of a distributed nest writing one element
+        of a fragment, local buffer or var; a fragment element read by another iteration than the
+        one writing it)."""
+        analysis = _nest_accesses(s)
+        nontrivial = {v for v, n in analysis["extents"].items() if n != 1}
+        if not nontrivial:
+            return False
+        has_fragment = any(b.scope() == E.FRAGMENT_SCOPE for b, _, _, _ in analysis["accesses"])
+        serial = False
+        for buf, idx, enclosing, store in analysis["stores"]:
+            scope = buf.scope()
+            if scope not in (E.FRAGMENT_SCOPE, "local"):
+                continue
+            encl = {v for v in enclosing if v in nontrivial}
+            used = {v for v in encl if any(_uses_var(i, v) for i in idx)}
+            if encl and not used:
+                if scope == E.FRAGMENT_SCOPE:
+                    consts = [int(i.value) for i in idx if isinstance(i, tir.IntImm)]
+                    if len(consts) == len(idx) and any(consts):
+                        raise UnsupportedConstruct(
+                            f"fragment {buf.name}{consts} written inside T.Parallel",
+                            f"TileLang 0.1.15 rejects it (\"Fragment buffer access with non-zero index "
+                            f"{consts} is not supported. Only fragment[0] access is allowed within T.Parallel "
+                            f"loop\"); use {buf.name}[0], a T.serial loop, or T.reduce_*")
+                    serial = True
+                elif not has_fragment:
+                    serial = True
+        if serial:
+            return True
+        for buf, idx, enclosing, store in analysis["stores"]:
+            scope = buf.scope()
+            encl = [v for v in enclosing if v in nontrivial]
+            if scope == E.FRAGMENT_SCOPE or scope == "local":
+                missing = [v for v in encl if not any(_uses_var(i, v) for i in idx)]
+                if not missing:
+                    continue
+                rmw = _reads_buffer(store.value, buf)
+                if scope == "local" and not rmw:
+                    continue         # flag[0] = 1 under a T.Parallel if: same value from every thread
+                names = ", ".join(v.name for v in missing)
+                raise UnsupportedConstruct(
+                    f"{buf.name}[{', '.join(str(i) for i in idx)}] {'updated' if rmw else 'written'} by several "
+                    f"T.Parallel iterations ({names})",
+                    f"TileLang 0.1.15 gives those iterations to different threads, each keeping its own copy of "
+                    f"the element, so the GPU does not compute {'a reduction' if rmw else 'one value'} here; "
+                    + ("use T.reduce_sum / T.reduce_max (or a one-element fragment, acc[0] += ..., which TileLang "
+                       "runs serially in every thread)" if scope == "local" else
+                       f"use T.reduce_sum / T.reduce_max (or write {buf.name}[0] so the loop runs serially in "
+                       "every thread)"))
+            elif scope == "local.var":
+                if any(_uses_var(store.value, v) for v in encl) or any(_uses_var(i, v) for i in idx for v in encl):
+                    raise UnsupportedConstruct(
+                        f"T.alloc_var {buf.name} {'updated' if _reads_buffer(store.value, buf) else 'written'} "
+                        f"inside T.Parallel with a value of the loop variables",
+                        "TileLang 0.1.15 distributes the iterations over the threads, each thread keeps its own "
+                        "value of the var, so the GPU does not compute a reduction here; use a one-element "
+                        f"fragment (acc[0] += ...) or T.reduce_*")
+        written = {}
+        for buf, idx, _, _ in analysis["stores"]:
+            if buf.scope() == E.FRAGMENT_SCOPE:
+                written.setdefault(buf.data, (buf, idx))
+        for buf, idx, _, _ in analysis["accesses"]:
+            w = written.get(buf.data)
+            if w is None or len(w[1]) != len(idx):
+                continue
+            if not all(tvm.ir.structural_equal(a, b) for a, b in zip(w[1], idx)):
+                raise UnsupportedConstruct(
+                    f"fragment {buf.name} written at [{', '.join(map(str, w[1]))}] and read at "
+                    f"[{', '.join(map(str, idx))}] in one T.Parallel nest",
+                    "an iteration reads an element another iteration writes (a loop-carried dependence through "
+                    "a fragment); TileLang 0.1.15 cannot lower it (layout inference fails); copy through shared "
+                    "memory or split the loop")
+        return False
+
     def parallel(self, s: tir.For, lo: Ex, ext: Ex) -> None:
+        if self.serial_par == 0 and self.depth == 0 and not contains(s.body, is_collective) \
+                and self.parallel_plan(s):
+            self.serial_par += 1
+            try:
+                self.serial_loop(s, lo, ext, "T.Parallel run serially in every thread")
+            finally:
+                self.serial_par -= 1
+            return
+        if self.serial_par:
+            if contains(s.body, is_collective):
+                raise UnsupportedConstruct("tile operator inside T.Parallel", stmt_text(s))
+            self.serial_loop(s, lo, ext, "T.Parallel run serially in every thread")
+            return
         if contains(s.body, is_collective):
             bad = []
             from .analysis import walk
@@ -1437,3 +1536,59 @@ def _is_const_expr_of(e, vars_, negate=False) -> bool:
             found[0] = True
     tir.stmt_functor.post_order_visit(tir.Evaluate(e), fn)
     return not found[0] if negate else found[0]
+
+
+def _uses_var(e, var) -> bool:
+    found = [False]
+
+    def fn(n):
+        if isinstance(n, tir.Var) and n.same_as(var):
+            found[0] = True
+    tir.stmt_functor.post_order_visit(tir.Evaluate(e) if isinstance(e, tir.PrimExpr) else e, fn)
+    return found[0]
+
+
+def _reads_buffer(e, buf) -> bool:
+    found = [False]
+
+    def fn(n):
+        if isinstance(n, tir.BufferLoad) and n.buffer.data.same_as(buf.data):
+            found[0] = True
+    tir.stmt_functor.post_order_visit(tir.Evaluate(e), fn)
+    return found[0]
+
+
+def _nest_accesses(s: tir.For) -> dict:
+    """The T.Parallel loop variables of a nest (with constant extents, else -1), every store
+    (buffer, indices, enclosing parallel vars, statement) and every access (loads and stores)."""
+    from .analysis import children
+    extents, stores, accesses = {}, [], []
+
+    def visit_expr(e, enclosing):
+        def fn(n):
+            if isinstance(n, tir.BufferLoad):
+                accesses.append((n.buffer, list(n.indices), enclosing, None))
+        tir.stmt_functor.post_order_visit(tir.Evaluate(e) if isinstance(e, tir.PrimExpr) else e, fn)
+
+    def rec(n, enclosing):
+        if isinstance(n, tir.For) and int(n.kind) == FOR_PARALLEL:
+            ext = n.extent
+            extents[n.loop_var] = int(ext.value) if isinstance(ext, tir.IntImm) else -1
+            enclosing = enclosing + (n.loop_var,)
+        if isinstance(n, tir.BufferStore):
+            stores.append((n.buffer, list(n.indices), enclosing, n))
+            accesses.append((n.buffer, list(n.indices), enclosing, n))
+            visit_expr(n.value, enclosing)
+            for i in n.indices:
+                visit_expr(i, enclosing)
+            return
+        if isinstance(n, tir.IfThenElse):
+            visit_expr(n.condition, enclosing)
+        elif isinstance(n, tir.Bind):
+            visit_expr(n.value, enclosing)
+        elif isinstance(n, tir.Evaluate):
+            visit_expr(n.value, enclosing)
+        for c in children(n):
+            rec(c, enclosing)
+    rec(s, ())
+    return {"extents": extents, "stores": stores, "accesses": accesses}
