@@ -4,6 +4,7 @@
     mode                   print the runtime mode in one sentence
     warm-cache [--arch A]  compile what the notebooks compile into TileLang's kernel cache
     bench SUITE...         measure on a GPU and record in results/ (--list shows what is recorded)
+    host-cost              measure the host cost per call of the runtime's layers around a tiny kernel (GPU)
     sweep NAME             explore a lesson's tuning space on a GPU (prints; nothing recorded)
     render                 execute every notebook and save the executed copies as HTML in docs/rendered/
     sync-kernels [--check] copy the package's kernels into the notebooks' kernel cells
@@ -68,6 +69,7 @@ def doctor() -> int:
     _line(None, tt.describe_mode())
     if nvcc:
         t0 = time.time()
+        _line(None, f"building a tiny kernel for {m.arch} (the first time runs nvcc: a few seconds) ...")
         try:
             kernel = tt.runtime.compile_kernel(tt.runtime.probe_program(), arch=m.arch)
             _line(True, f"built a tiny kernel for {m.arch} in {time.time() - t0:.1f} s (compiled by nvcc, or "
@@ -133,6 +135,7 @@ def warm_cache(archs: list[str], notebooks: bool) -> int:
 
         for path in notebook_runs.notebooks():
             t0 = time.time()
+            print(f"[run ] {path.name} (headless, this machine's mode) ...", flush=True)
             err = notebook_runs.execute(path)
             failures += err is not None
             print(f"[{'ok  ' if err is None else 'FAIL'}] ran {path.name} in {time.time() - t0:.0f} s"
@@ -152,7 +155,17 @@ def bench(suites: list[str], *, quick: bool, dry_run: bool, list_only: bool) -> 
             return 2
     if list_only:
         for s in suites or known:
+            # A record is shown only where it fingerprints what the lesson builds today: the first
+            # time, every recorded configuration's program is built (lowered, not compiled) to
+            # fingerprint it, tens of seconds per suite on a small machine; later runs read the
+            # fingerprints from .cache/fingerprints.
+            n = len(results.load(s))
+            t0 = time.time()
+            print(f"[list] {s}: checking {n} records against today's code (fingerprints: slow the first "
+                  "time only) ...", flush=True)
             report.table(s, title=f"== {s} ==")
+            if time.time() - t0 > 3:
+                print(f"[list] {s}: checked in {time.time() - t0:.0f} s", flush=True)
         return 0
     if not suites:
         print(f"name at least one suite: {', '.join(known)}", file=sys.stderr)
@@ -205,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("doctor", help="check the set-up and build (and run) a tiny kernel")
     sub.add_parser("mode", help="print the runtime mode in one sentence")
+    h = sub.add_parser("host-cost", help="host cost per call of runtime.run / launcher / mode around a tiny kernel")
+    h.add_argument("--calls", type=int, default=5000, help="calls per back-to-back loop (default 5000)")
     w = sub.add_parser("warm-cache", help="compile what the notebooks compile into the kernel cache")
     w.add_argument("--arch", action="append", default=[], help="architecture(s) to compile for (default: the current one)")
     w.add_argument("--no-notebooks", action="store_true", help="only the lessons' kernels; do not run the notebooks")
@@ -228,6 +243,10 @@ def main(argv: list[str] | None = None) -> int:
 
         print(tt.describe_mode())
         return 0
+    if args.command == "host-cost":
+        from tilelang_tutorial import host_cost
+
+        return host_cost.main(args.calls)
     if args.command == "warm-cache":
         return warm_cache(args.arch, notebooks=not args.no_notebooks)
     if args.command == "bench":

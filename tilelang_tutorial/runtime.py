@@ -496,7 +496,29 @@ def compile_kernel(
         raise ArchError(f"cannot compile for {arch}: {why}")
     configs = dict(ARCHS[arch].pass_configs) if arch in ARCHS else {}
     configs.update(pass_configs or {})
-    return tilelang.compile(program, out_idx=out_idx, target=target(arch), pass_configs=configs or None)
+    # A cached kernel loads in a fraction of a second; a cold one can take a minute of lowering
+    # and nvcc. Say so when it does, rather than sit silent.
+    notice = None
+    if COMPILE_NOTICE_S is not None:
+        import threading
+
+        attrs = getattr(program, "attrs", None)
+        name = str(attrs["global_symbol"]) if attrs is not None and "global_symbol" in attrs else "a kernel"
+        notice = threading.Timer(COMPILE_NOTICE_S, print, (
+            f"[compile] {name} for {arch}: lowering and nvcc, once (then loaded from the kernel cache) ...",),
+            {"flush": True})
+        notice.daemon = True
+        notice.start()
+    try:
+        return tilelang.compile(program, out_idx=out_idx, target=target(arch), pass_configs=configs or None)
+    finally:
+        if notice is not None:
+            notice.cancel()
+
+
+#: seconds a compile may take before :func:`compile_kernel` prints a line saying it is compiling
+#: (``None``: never)
+COMPILE_NOTICE_S: float | None = 5.0
 
 
 def probe_program(block: int = 256):
