@@ -2,11 +2,15 @@
 
 Kernel :mod:`.kernel` (factory, op, reference), configurations :mod:`.configs`, exercises
 :mod:`.exercises` (transposed B, bias + GELU epilogue), benchmark suites ``gemm`` and
-``gemm_sweep`` (:mod:`.bench`), plots :mod:`.plots`.
+``gemm_sweep`` (:mod:`.bench`), plots and the reader's kernel beside the records :mod:`.plots`,
+reading generated code :mod:`.reading`. The deep dive ``notebooks/02b_gemm_in_depth.ipynb`` also
+uses :mod:`.rule`, :mod:`.split_k` and :mod:`.blackwell`.
 """
 from ... import results
 
 NOTEBOOK = "02_gemm_relu.ipynb"
+#: the optional deep dive that follows it (tuning, other architectures, the compiler's tools, split-K)
+EXTRA_NOTEBOOKS = ("02b_gemm_in_depth.ipynb",)
 #: gemm_rates first: the rule that ``gemm`` records through reads it
 SUITES = {"gemm_rates": "bench:run_rates", "gemm": "bench:run", "gemm_sweep": "bench:run_sweep"}
 
@@ -81,16 +85,42 @@ def exercise_cases():
                  wrong_answers=(
                      WrongAnswer("(K, N) B", wrong.gemm_bt_untransposed_shape, "stored (N, K)"),
                      WrongAnswer("no pipeline", wrong.gemm_bt_serial, "T.Pipelined"),
-                     WrongAnswer("wrong tile corner", wrong.gemm_bt_wrong_tile, "wrong"),
+                     WrongAnswer("wrong tile corner", wrong.gemm_bt_wrong_tile, "which element each B tile copy starts at"),
+                     WrongAnswer("no ReLU", wrong.gemm_bt_no_relu, "negative outputs"),
+                     WrongAnswer("B tiles read as (K, N)", wrong.gemm_bt_read_as_k_by_n, "as if it were stored (K, N)"),
                  )),
         Exercise("02 bias + GELU", ex.check_gemm_epilogue, bias_gelu.gemm_bias_gelu_solution, starter=todo,
                  wrong_answers=(
-                     WrongAnswer("no bias", wrong.gemm_bias_gelu_no_bias, "4 tensors"),
+                     WrongAnswer("no bias parameter", wrong.gemm_bias_gelu_no_bias, "4 tensors"),
                      WrongAnswer("factory raises", lambda M, N, K, dt: 1 / 0, "ZeroDivisionError"),
-                     WrongAnswer("GELU before bias", wrong.gemm_bias_gelu_wrong_order, "wrong values"),
+                     WrongAnswer("GELU before bias", wrong.gemm_bias_gelu_wrong_order, "bias is added after the activation"),
+                     WrongAnswer("tanh approximation", wrong.gemm_bias_gelu_tanh, "tanh approximation"),
+                     WrongAnswer("sigmoid approximation", wrong.gemm_bias_gelu_sigmoid, "sigmoid approximation"),
+                     WrongAnswer("plain ReLU", wrong.gemm_bias_gelu_relu, "matches ReLU(x)"),
+                     WrongAnswer("erf(x / 2)", wrong.gemm_bias_gelu_erf_of_half_x, "not by 2"),
+                     WrongAnswer("no factor 0.5", wrong.gemm_bias_gelu_no_half, "factor 0.5"),
+                     WrongAnswer("bias never added", wrong.gemm_bias_gelu_bias_not_added, "without the bias"),
                  )),
     ]
 
 
+def flow_bugs():
+    """Bugs a reader could type into the kernel cells (``tests/test_reader_flow.py``)."""
+    from .. import FlowBug
+
+    return [
+        FlowBug("02_gemm_relu.ipynb", "gemm_relu_program", old="T.copy(B[ko * block_K, bx * block_N], B_shared)",
+                new="T.copy(B[ko * block_K, by * block_N], B_shared)", what="B tile indexed by the row block"),
+        FlowBug("02_gemm_relu.ipynb", "gemm_relu_program", old="C_local[i, j] = T.max(C_local[i, j], 0)",
+                new="C_local[i, j] = C_local[i, j]", what="ReLU left out"),
+        FlowBug("02b_gemm_in_depth.ipynb", "gemm_relu_program", old="T.copy(A[by * block_M, ko * block_K], A_shared)",
+                new="T.copy(A[by * block_M, ko], A_shared)", what="A tile's K corner not scaled by block_K",
+                until="## 7"),
+        FlowBug("02b_gemm_in_depth.ipynb", "gemm_partial_program",
+                old="T.copy(B[(bz * steps_per_split + ko) * block_K, bx * block_N], B_shared)",
+                new="T.copy(B[ko * block_K, bx * block_N], B_shared)", what="split-K: every slice reads B's first slice"),
+    ]
+
+
 # the modules a notebook reaches through the lesson (lesson.exercises.check_..., ...)
-from . import configs, kernel, exercises  # noqa: E402,F401
+from . import configs, kernel, exercises, plots, reading, rule  # noqa: E402,F401

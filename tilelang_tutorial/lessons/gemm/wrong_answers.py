@@ -89,3 +89,118 @@ def gemm_bt_wrong_tile(M, N, K, in_dtype, block_M=128, block_N=128, block_K=64):
             T.copy(C_local, C[by * block_M, bx * block_N])
 
     return gemm_bt
+
+
+def gemm_bt_no_relu(M, N, K, in_dtype, block_M=128, block_N=128, block_K=64):
+    """Transposed B right, but the epilogue's ReLU was left out: negative outputs."""
+
+    @T.prim_func
+    def gemm_bt(A: T.Tensor((M, K), in_dtype), B: T.Tensor((N, K), in_dtype), C: T.Tensor((M, N), in_dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), in_dtype)
+            B_shared = T.alloc_shared((block_N, block_K), in_dtype)
+            C_local = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(C_local)
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
+                T.copy(A[by * block_M, ko * block_K], A_shared)
+                T.copy(B[bx * block_N, ko * block_K], B_shared)
+                T.gemm(A_shared, B_shared, C_local, transpose_B=True)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return gemm_bt
+
+
+def gemm_bt_read_as_k_by_n(M, N, K, in_dtype, block_M=128, block_N=128, block_K=64):
+    """B declared (N, K), but its tiles copied and multiplied as in the notebook's (K, N) kernel."""
+
+    @T.prim_func
+    def gemm_bt(A: T.Tensor((M, K), in_dtype), B: T.Tensor((N, K), in_dtype), C: T.Tensor((M, N), in_dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), in_dtype)
+            B_shared = T.alloc_shared((block_K, block_N), in_dtype)
+            C_local = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(C_local)
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
+                T.copy(A[by * block_M, ko * block_K], A_shared)
+                T.copy(B[ko * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            for i, j in T.Parallel(block_M, block_N):
+                C_local[i, j] = T.max(C_local[i, j], 0)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return gemm_bt
+
+
+def _bias_activation(M, N, K, in_dtype, variant, block_M=128, block_N=128, block_K=64):
+    """The bias + activation kernel with one of the activations a reader might write instead of the
+    exact GELU (``variant`` is a Python constant: TileLang keeps only its branch)."""
+    inv_sqrt2 = 0.7071067811865476
+    sqrt_2_over_pi = 0.7978845608028654
+
+    @T.prim_func
+    def gemm_bias_activation(
+        A: T.Tensor((M, K), in_dtype),
+        B: T.Tensor((K, N), in_dtype),
+        Bias: T.Tensor((N,), in_dtype),
+        C: T.Tensor((M, N), in_dtype),
+    ):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), in_dtype)
+            B_shared = T.alloc_shared((block_K, block_N), in_dtype)
+            C_local = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(C_local)
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
+                T.copy(A[by * block_M, ko * block_K], A_shared)
+                T.copy(B[ko * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            for i, j in T.Parallel(block_M, block_N):
+                col = T.min(bx * block_N + j, N - 1)
+                if variant == "no bias":
+                    x = C_local[i, j]
+                else:
+                    x = C_local[i, j] + T.cast(Bias[col], "float32")
+                if variant == "tanh":
+                    C_local[i, j] = 0.5 * x * (1.0 + T.tanh(sqrt_2_over_pi * (x + 0.044715 * x * x * x)))
+                elif variant == "sigmoid":
+                    C_local[i, j] = x / (1.0 + T.exp(-1.702 * x))
+                elif variant == "relu":
+                    C_local[i, j] = T.max(x, 0)
+                elif variant == "erf of x/2":
+                    C_local[i, j] = 0.5 * x * (1.0 + T.erf(x * 0.5))
+                elif variant == "no 0.5":
+                    C_local[i, j] = x * (1.0 + T.erf(x * inv_sqrt2))
+                else:
+                    C_local[i, j] = 0.5 * x * (1.0 + T.erf(x * inv_sqrt2))
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return gemm_bias_activation
+
+
+def gemm_bias_gelu_tanh(M, N, K, in_dtype):
+    """GELU's tanh approximation (GPT-2's), not the exact erf form the exercise asks for."""
+    return _bias_activation(M, N, K, in_dtype, "tanh")
+
+
+def gemm_bias_gelu_sigmoid(M, N, K, in_dtype):
+    """GELU's sigmoid approximation x * sigmoid(1.702 x)."""
+    return _bias_activation(M, N, K, in_dtype, "sigmoid")
+
+
+def gemm_bias_gelu_relu(M, N, K, in_dtype):
+    """The lesson's ReLU kept as the activation."""
+    return _bias_activation(M, N, K, in_dtype, "relu")
+
+
+def gemm_bias_gelu_erf_of_half_x(M, N, K, in_dtype):
+    """erf(x / 2) for erf(x / sqrt(2))."""
+    return _bias_activation(M, N, K, in_dtype, "erf of x/2")
+
+
+def gemm_bias_gelu_no_half(M, N, K, in_dtype):
+    """x * (1 + erf(x / sqrt(2))): the factor 0.5 dropped."""
+    return _bias_activation(M, N, K, in_dtype, "no 0.5")
+
+
+def gemm_bias_gelu_bias_not_added(M, N, K, in_dtype):
+    """Bias declared but never added."""
+    return _bias_activation(M, N, K, in_dtype, "no bias")
