@@ -118,7 +118,7 @@ def _offset_fn(layout) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
 
 
 def phase_conflict(byte_addresses: Iterable[int]) -> int:
-    """The conflict degree of one phase: how many wavefronts the 32 banks need to serve it.
+    """The conflict degree of one phase: how many passes the 32 banks need to serve it (a pass: each bank delivers at most one 4-byte word).
 
     Each 4-byte word lives in bank ``(address // 4) % 32``.  Threads reading the *same* word are
     served together (broadcast); *different* words in one bank are served one after another, so

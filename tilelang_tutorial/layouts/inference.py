@@ -244,7 +244,8 @@ class LayoutInfo:
             lo = self.thread_offset
             lines.append(
                 f"  threads {self.threads} (threadIdx.x {lo}..{lo + self.threads - 1}), "
-                f"{self.registers_per_thread} registers/thread, replicate {self.replicate}"
+                f"{self.registers_per_thread} elements/thread "
+                f"({-(-self.registers_per_thread * self.elem_bytes // BANK_BYTES)} 32-bit registers), replicate {self.replicate}"
             )
             lines.append(f"  thread = {self.thread_expr}" + (f"  (+{lo})" if lo else ""))
             lines.append(f"  local  = {self.index_expr}")

@@ -82,7 +82,7 @@ def plot_fragment(
                         bbox=dict(boxstyle="square,pad=0.05", fc="white", ec="none", alpha=0.55))
     ax.set_xlabel("column j")
     ax.set_ylabel("row i")
-    ax.set_title(title or f"{info.name}: {info.threads} threads, {info.registers_per_thread} regs/thread"
+    ax.set_title(title or f"{info.name}: {info.threads} threads, {info.registers_per_thread} elements/thread"
                  + (f", replicate {info.replicate}" if info.replicate > 1 else ""), fontsize=10)
     cb = fig.colorbar(im, ax=ax, label=label, fraction=0.046, pad=0.02)
     if norm is not None:
@@ -199,7 +199,7 @@ def plot_bank_conflicts(layouts, patterns: Sequence[AccessPattern], elem_bytes: 
             ax.set_title(f"{info.name} / {pattern.name}: worst {int(deg.max())}-way", fontsize=10)
             ax.set_xlabel(pattern.col_label)
             ax.set_ylabel(pattern.row_label)
-            fig.colorbar(im, ax=ax, label="wavefronts per phase", fraction=0.046, pad=0.02)
+            fig.colorbar(im, ax=ax, label="passes per request (1 = conflict-free)", fraction=0.046, pad=0.02)
     fig.tight_layout()
     return fig
 

@@ -1,8 +1,4 @@
-"""Notebook 03's exercises: reason about shared-memory bank conflicts before you measure them.
-
-Both run entirely on the CPU (nothing is compiled or launched): the checker computes the answer
-with :func:`tilelang_tutorial.layouts.bank_conflicts`, the same function behind the notebook's
-plots, and when you are wrong it shows *which rows collide in which bank* for one phase.
+"""Notebook 03's exercises: shared-memory bank conflicts, predicted and then removed in a kernel.
 
 1. **Predict the conflict table** of a 32×32 fp16 tile (64-byte rows: two rows per 128-byte line)::
 
@@ -10,21 +6,20 @@ plots, and when you are wrong it shows *which rows collide in which bank* for on
        row-major          [ ?          , ?            ]
        swizzled           [ ?          , ?            ]
 
-   Each entry is the *worst* conflict degree over all phases of that access pattern
-   (1 = conflict-free, 32 = every thread waits for every other). "swizzled" is the layout
+   Each entry is the *worst* conflict degree over all requests of that access pattern (1 =
+   conflict-free, 32 = the request takes 32 passes). "swizzled" is the layout
    ``tilelang.layout.make_swizzled_layout`` picks for this buffer; ``ldmatrix 8x8`` reads 8 rows ×
-   16 bytes per phase, ``column reads`` are 32 threads each reading one fp16 element down a
-   column. Call ``check_conflict_table([[a, b], [c, d]])``; a nested list of the full per-phase
-   maps (shaped like ``bank_conflicts`` returns them) is accepted too.
+   16 bytes per request, ``column reads`` are 32 threads each reading one fp16 element down a
+   column. Call ``check_conflict_table([[a, b], [c, d]])``; nothing is compiled.
 
-2. **Choose the padding.** The 64×64 fp16 tile of the notebook, row-major, with ``pad`` extra
-   elements at the end of each row. Find (a) the smallest ``pad`` that makes *column reads*
-   conflict-free, and (b) the smallest ``pad`` that makes ``ldmatrix`` reads conflict-free while
-   every row still starts on a 16-byte boundary (``ldmatrix`` and 16-byte vector copies need
-   that). Call ``check_padding(column_pad=..., ldmatrix_pad=...)``.
+2. **A conflict-free transpose.** Repair the notebook's ``transpose_program`` so that reading
+   ``A_shared`` down its columns is conflict-free (padding or a layout annotation: the reader's
+   choice), and the kernel still transposes. ``check_transpose_layout(factory)`` counts the bank
+   conflicts of the kernel's own read (:func:`tilelang_tutorial.layouts.shared_reads`, layout
+   inference only) and runs it against torch on a ragged shape (the GPU, or the emulator).
 
-Solutions: ``solutions/conflict_table.py`` and ``solutions/padding.py`` in this lesson's folder.
-:func:`answer_button` keeps an answer (a plot) hidden until the reader clicks for it.
+Solutions: ``solutions/`` in this lesson's folder; :func:`answer_button` shows an answer only when
+the reader clicks for it.
 """
 import numpy as np
 
@@ -34,9 +29,7 @@ from ...layouts.inference import BANK_BYTES, NUM_BANKS
 from ...exercise_kit import ExerciseResult, not_attempted
 
 TABLE_SHAPE = (32, 32)
-PAD_SHAPE = (64, 64)
 ELEM_BYTES = 2  # fp16
-MAX_PAD = 64
 
 
 def _layouts(shape):
@@ -49,13 +42,13 @@ def _patterns(shape):
 
 
 def conflict_maps(shape=TABLE_SHAPE) -> dict:
-    """{(layout, pattern): per-phase conflict degrees} for the exercise's tile."""
+    """{(layout, pattern): the conflict degree of every request} for the exercise's tile."""
     lays, pats = _layouts(shape), _patterns(shape)
     return {(ln, pn): layouts.bank_conflicts(lay, pat) for ln, lay in lays.items() for pn, pat in pats.items()}
 
 
 def explain_phase(layout, pattern, phase: int = 0, elem_bytes: int = ELEM_BYTES) -> str:
-    """Why one phase has the degree it has: which elements land in the most loaded bank."""
+    """Why one request (phase) has the degree it has: which elements land in the most loaded bank."""
     coords = pattern.phases[phase]
     f = _offset_fn(layout)
     byte = np.asarray(f(coords[:, 0], coords[:, 1]), dtype=np.int64) * elem_bytes
@@ -68,14 +61,14 @@ def explain_phase(layout, pattern, phase: int = 0, elem_bytes: int = ELEM_BYTES)
     firsts = [els[0] for _, els in sorted(ws.items())]
     shown = ", ".join(f"({i},{j})" for i, j in firsts[:8]) + (" ..." if len(firsts) > 8 else "")
     if len(ws) == 1:
-        return (f"phase {phase}: no bank has to deliver two different 4-byte words "
+        return (f"request {phase}: no bank has to deliver two different 4-byte words "
                 f"(e.g. bank {bank} serves only the word holding {shown}) -> 1-way")
-    return (f"phase {phase}: bank {bank} must deliver {len(ws)} different 4-byte words, holding elements "
+    return (f"request {phase}: bank {bank} must deliver {len(ws)} different 4-byte words, holding elements "
             f"{shown} -> {len(ws)}-way")
 
 
 def _as_grid(value, shape):
-    """An int (every phase) or a nested list shaped like the map -> an int array, else None."""
+    """An int (every request) or a nested list shaped like the map -> an int array, else None."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return np.full(shape, int(value), dtype=np.int64)
     try:
@@ -119,89 +112,173 @@ def _check_table(prediction) -> ExerciseResult:
                 wrong += 1
                 continue
             if (guess == actual).all() or (np.ndim(rows[r][c]) == 0 and int(rows[r][c]) == actual.max()):
-                res.passed(f"{ln:9} / {pn}: {actual.max()}-way (every phase: {sorted(set(actual.ravel().tolist()))})")
+                res.passed(f"{ln:9} / {pn}: {actual.max()}-way (degrees over its requests: {sorted(set(actual.ravel().tolist()))})")
                 continue
             wrong += 1
             worst = int(np.argmax(actual.ravel()))
             res.failed(f"{ln:9} / {pn}: you said {rows[r][c]!r}, bank_conflicts says worst {actual.max()}-way "
-                       f"(phase degrees {sorted(set(actual.ravel().tolist()))}). Why: "
+                       f"(degrees over its requests: {sorted(set(actual.ravel().tolist()))}). Why: "
                        + explain_phase(lays[ln], pats[pn], worst))
+            said = np.max(guess)
+            if said > actual.max():
+                res.hint("fewer conflicts than you predicted: a 64-byte row is 16 banks, so two rows share each "
+                         "128-byte line and the rows of one request spread over more banks than on a 64-wide tile")
+            else:
+                res.hint("more conflicts than you predicted: in the request above, count the different 4-byte "
+                         "words that land in its busiest bank (rows 64 bytes apart repeat their banks every 2 rows"
+                         + (", and the swizzle only permutes 16-byte chunks" if ln == "swizzled" else "") + ")")
     if not wrong:
         res.passed("the whole table matches tilelang_tutorial.layouts.bank_conflicts; "
-                   "the next cell draws every phase when you ask")
-    else:
-        res.lines.append("   hint: a row is 64 bytes = 16 banks, so rows i and i + 2 start in the same bank; "
-                         "the swizzle XORs each 16-byte chunk's position with bits of the row index")
+                   "the next cell draws every request when you ask")
     return res
 
 
 # ------------------------------------------------------------------------------------------------
-# Exercise 2: padding
+# Exercise 2: a conflict-free transpose
 # ------------------------------------------------------------------------------------------------
 
-def worst_with_pad(pad: int, pattern: str, shape=PAD_SHAPE) -> int:
-    lay = layouts.row_major_info(shape, dtype="float16", pad=pad)
-    pat = _patterns(shape)[pattern]
-    return int(layouts.bank_conflicts(lay, pat).max())
+#: the checked shape: ragged in both dimensions (200 = 3 x 64 + 8, 136 = 2 x 64 + 8), so a block
+#: written to the wrong place or a missing bounds check shows up
+TRANSPOSE_SHAPE = (200, 136)
 
 
-def smallest_pad(pattern: str, aligned: bool, shape=PAD_SHAPE) -> int:
-    step = 16 // ELEM_BYTES if aligned else 1
-    for pad in range(0, MAX_PAD + 1, step):
-        if worst_with_pad(pad, pattern, shape) == 1:
-            return pad
-    raise RuntimeError("no padding up to MAX_PAD is conflict-free")
+def _starter_transpose(M, N, block=64, threads=128, dtype="float16"):
+    raise NotImplementedError
 
 
-def check_padding(column_pad=None, ldmatrix_pad=None, *, verbose: bool = True) -> ExerciseResult:
-    """Check the smallest paddings (in fp16 elements per row of a 64x64 tile); prints and returns."""
-    res = _check_padding(column_pad, ldmatrix_pad)
+def _row_stride(layout) -> int | None:
+    """The row stride in elements if ``layout`` is row-major (padded or not), else None."""
+    table = layout.offset_2d()
+    stride = int(table[1, 0] - table[0, 0]) if table.shape[0] > 1 else table.shape[1]
+    rows, cols = np.meshgrid(np.arange(table.shape[0]), np.arange(table.shape[1]), indexing="ij")
+    return stride if np.array_equal(table, rows * stride + cols) else None
+
+
+def _conflict_hint(read, allocated_shape) -> str:
+    """Why this layout conflicts, from the measured degree and the layout itself."""
+    elem = read.layout.elem_bytes
+    stride = _row_stride(read.layout)
+    tile_rows = max((int(ph[:, 0].max()) + 1 for ph in read.pattern.phases if len(ph)), default=0)
+    if stride is not None:
+        stride_bytes = stride * elem
+        if allocated_shape and allocated_shape[0] > tile_rows >= 1 and stride_bytes % 128 == 0:
+            return (f"A_shared is allocated {list(allocated_shape)}: the padding went on the first dimension "
+                    f"(more rows), which leaves rows {stride_bytes} B apart; pad the second dimension (the row length)")
+        if stride_bytes % 128 == 0:
+            return (f"rows of A_shared are {stride_bytes} B apart, a multiple of 128 B (32 banks x 4 B), so element j "
+                    f"of every row sits in the same bank and a warp reading 32 rows of one column needs "
+                    f"{read.worst} passes; pad each row so that consecutive rows start in different banks")
+        if stride_bytes % BANK_BYTES:
+            return (f"rows are {stride_bytes} B apart, not a whole number of 4-byte words: pairs of rows still share "
+                    f"banks ({read.worst}-way); make the stride a whole, odd number of words")
+        words = stride_bytes // BANK_BYTES
+        common = int(np.gcd(words, NUM_BANKS))
+        return (f"rows are {words} words apart and {words} shares the factor {common} with 32, so rows r and "
+                f"r + {NUM_BANKS // common} start in the same bank ({read.worst}-way); a stride that is an odd "
+                f"number of words spreads 32 rows over all 32 banks")
+    table = read.layout.offset_2d()
+    if table.shape[1] * elem == 128 and np.array_equal(table, layouts.swizzled_info(table.shape, dtype=read.layout.dtype).offset_2d()):
+        return ("make_swizzled_layout's XOR swizzle moves each 16-byte chunk by row % 8: it is built for 8 "
+                "consecutive rows (ldmatrix), but your warp reads 32 rows of one column, and rows r and r + 8 get "
+                f"the same permutation ({read.worst}-way). Padding the rows is the fix for this access pattern")
+    return f"the layout still sends {read.worst} different words of one request to one bank"
+
+
+def _misplaced_blocks(out, a, block=64) -> str | None:
+    """Name the transpose mistake the output shows, if it is a recognisable one."""
+    import torch
+
+    expected = a.T
+    first = out[:block, :block]
+    if torch.equal(first.to(a.dtype), a[:block, :block]) and not torch.equal(a[:block, :block], expected[:block, :block]):
+        return "block (0, 0) of B holds A's block untransposed: read A_shared[j, i], not A_shared[i, j]"
+    m, n = a.shape
+    if out.shape == expected.shape:
+        placed = torch.isnan(out.float()).any(dim=1)
+        if placed.any() and torch.equal(out[:block, :block].to(a.dtype), expected[:block, :block]):
+            return ("block (0, 0) is right but other blocks are unwritten or wrong: block (by, bx) of A must go to "
+                    "block (bx, by) of B (swap the block offsets of the output copy)")
+    return None
+
+
+def check_transpose_layout(factory, *, verbose: bool = True) -> ExerciseResult:
+    """Check ``factory(M, N) -> T.prim_func``: conflict-free column reads of its shared tile, and
+    ``B == A.T`` on a ragged shape. Prints and returns the result."""
+    res = _check_transpose(factory)
     if verbose:
         print(res)
     return res
 
 
-def _check_one(res, pad, pattern, aligned, label):
-    if pad is None:
-        return not_attempted(res, f"give {label} (an int: extra fp16 elements per row)")
-    if not isinstance(pad, (int, np.integer)) or isinstance(pad, bool) or pad < 0:
-        return res.failed(f"{label} must be a non-negative int, got {pad!r}")
-    rows, cols = PAD_SHAPE
-    stride_bytes = (cols + pad) * ELEM_BYTES
-    cost = f"{pad * rows * ELEM_BYTES} B more shared memory ({pad / cols:.1%})"
-    if aligned and stride_bytes % 16:
-        return res.failed(f"{label} = {pad}: rows would be {stride_bytes} B apart, not a multiple of 16, so row "
-                          f"starts are not 16-byte aligned: ldmatrix and 16-byte copies need aligned rows")
-    worst = worst_with_pad(pad, pattern)
-    best = smallest_pad(pattern, aligned)
-    lay = layouts.row_major_info(PAD_SHAPE, dtype="float16", pad=pad)
-    pat = _patterns(PAD_SHAPE)[pattern]
-    if worst != 1:
-        deg = layouts.bank_conflicts(lay, pat).ravel()
-        return res.failed(f"{label} = {pad}: rows {stride_bytes} B apart, {pattern} still {worst}-way. Why: "
-                          + explain_phase(lay, pat, int(np.argmax(deg))))
-    if pad != best:
-        return res.failed(f"{label} = {pad} is conflict-free ({cost}) but not the smallest: a smaller padding "
-                          f"also works. Think in 4-byte words: which row stride (in words) spreads 32 rows "
-                          f"over 32 banks?" if not aligned else
-                          f"{label} = {pad} is conflict-free ({cost}) but not the smallest aligned one")
-    res.passed(f"{label} = {pad}: rows {stride_bytes} B apart = {stride_bytes // 4} words, {pattern} conflict-free; "
-               f"costs {cost}")
-    return res
+def _check_transpose(factory) -> ExerciseResult:
+    import torch
 
+    from ... import checks, runtime
+    from ...exercise_kit import call_factory, compile_or_fail, quiet_tilelang, run_and_compare
 
-def _check_padding(column_pad, ldmatrix_pad) -> ExerciseResult:
-    res = ExerciseResult(cpu_only=True)
-    _check_one(res, column_pad, "column reads", False, "column_pad")
-    _check_one(res, ldmatrix_pad, "ldmatrix 8x8", True, "ldmatrix_pad")
-    if res.ok:
-        res.lines.append("   note: padding breaks the dense layout TMA and wgmma expect; that is why TileLang swizzles instead")
+    res = ExerciseResult()
+    M, N = TRANSPOSE_SHAPE
+    program = call_factory(res, factory, (M, N), "a factory (M, N) -> T.prim_func: the transpose, with "
+                           "A_shared laid out so that reading it down its columns is conflict-free")
+    if program is None:
+        return res
+    try:
+        with quiet_tilelang():
+            reads = layouts.shared_reads(program)
+    except Exception as exc:  # the reader's kernel: report, never crash the notebook
+        return res.failed(f"layout inference rejected the kernel: {type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300]}")
+    if not reads:
+        return res.failed("found no element-wise read of a shared buffer into a fragment (like B_tile[i, j] = "
+                          "A_shared[j, i] in a T.Parallel loop): keep the transpose's read loop")
+    allocated = {}
+    from tvm import tirx
+    from tvm.tirx.stmt_functor import post_order_visit
+
+    post_order_visit(program.body, lambda node: allocated.update({b.name: [int(x) for x in b.shape] for b in node.alloc_buffers})
+                     if isinstance(node, tirx.SBlock) else None)
+    for read in reads:
+        shape = allocated.get(read.shared)
+        size = int(np.prod(shape)) * read.layout.elem_bytes if shape else 0
+        if read.worst == 1:
+            res.passed(f"{read.expression}: all {read.degrees.size} warp requests conflict-free (1 pass each); "
+                       f"{read.shared} {shape} takes {size:,} B of shared memory")
+        else:
+            worst = int(np.argmax(read.degrees.ravel()))
+            res.failed(f"{read.expression}: worst {read.worst}-way bank conflict ({read.worst} passes per warp request). "
+                       + explain_phase(read.layout, read.pattern, worst, read.layout.elem_bytes))
+            res.hint(_conflict_hint(read, shape))
+    arch = runtime.current_arch()
+    kernel = compile_or_fail(res, program, arch)
+    if kernel is None:
+        return res
+    device = runtime.mode().device
+    a = checks.random_tensor((M, N), torch.float16, device)
+    b = checks.poisoned((N, M), torch.float16, device)
+    run_and_compare(res, kernel, (a, b), a.float().T, tolerance=0.0, what="torch's A.T",
+                    hint_unwritten="some blocks of B were never written: block (by, bx) of A goes to block (bx, by) of B",
+                    extra_check=lambda out: _misplaced_blocks(out, a))
+    if res.ok and not runtime.mode().can_run:
+        res.skipped("NOT CHECKED here: the emulator runs your program's logic, not its shared-memory addressing "
+                    "(padding and swizzles are invisible to it); on a GPU this check runs the compiled kernel")
+    res.skipped("NOT CHECKED: the time the conflicts cost needs a GPU: the notebook's timing cell times the "
+                "transpose with and without your layout (or read Nsight Compute's shared-memory bank-conflict counter)")
     return res
 
 
 # ------------------------------------------------------------------------------------------------
 # Answers on request
 # ------------------------------------------------------------------------------------------------
+
+def show_answer(exercise: str) -> None:
+    """Print the reference answer of ``exercise`` ("conflict_table" or "transpose_layout"): the
+    solution file of this lesson's folder (for :func:`answer_button`; never call it before trying)."""
+    from pathlib import Path
+
+    path = Path(__file__).with_name("solutions") / f"{exercise}.py"
+    if not path.exists():
+        raise ValueError(f"no answer named {exercise!r}; use 'conflict_table' or 'transpose_layout'")
+    print(path.read_text())
+
 
 def answer_button(draw, label: str = "Show the answer"):
     """A button that calls ``draw()`` (which draws or prints the answer) into an output area only

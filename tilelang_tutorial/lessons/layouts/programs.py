@@ -9,12 +9,18 @@ inference on them (:func:`tilelang_tutorial.layouts.infer_layouts`), which needs
   core instruction (``mma`` on sm_80, ``wgmma`` on sm_90a) and by the warp policy.
 * :func:`gemm_rs_program` - the same GEMM with A staged in registers: A's fragment is the
   ``mma`` *operand* layout.
+* :func:`chained_gemm_program` - ``Y = (X @ W1) @ W2`` with 256 consumer threads: two warpgroups
+  split the accumulators ``acc_h`` (64 x 64) and ``acc_y`` (64 x 512), and the first GEMM's result
+  goes through shared memory (``H_shared``) because the second GEMM needs whole rows of it in every
+  warpgroup; :func:`chained_gemm_fragment_program` keeps it in registers, which inference rejects.
+* :func:`transpose_program` - ``B = A^T`` through a shared tile read down its columns: notebook
+  03's kernel for bank conflicts, with ``pad`` and ``swizzle`` as the reader's choices.
 * :func:`two_warpgroup_program` - mirrors the shape of MLA decode's two GEMMs with 256 consumer
   threads: scores ``acc_s`` (64 x 64) and output ``acc_o`` (64 x 512); the scores are written to
   shared memory (``S_shared``) by the user because the second GEMM needs all of them in every
   warpgroup.
 * :func:`two_warpgroup_fragment_program` - the same with the scores cast into a register fragment
-  instead of ``S_shared`` (the spelling of the blog post the tutorial follows): TileLang 0.1.15's
+  instead of ``S_shared`` (a spelling older TileLang examples suggest): TileLang 0.1.15's
   layout inference rejects it, because no copy between fragments moves data across warpgroups.
 * :func:`annotated_copy_program` - a shared-memory round trip with or without
   ``T.annotate_layout`` forcing a swizzle, to show what an annotation changes in the CUDA code.
@@ -81,6 +87,120 @@ def gemm_rs_program(
             T.copy(C_local, C)
 
     return gemm_rs_demo
+
+
+def chained_gemm_program(
+    rows: int = 64,
+    d_in: int = 128,
+    hidden: int = 256,
+    d_out: int = 512,
+    block_hidden: int = 64,
+    threads: int = 256,
+    policy=T.GemmWarpPolicy.FullCol,
+    dtype: str = "float16",
+):
+    """``Y = (X @ W1) @ W2`` for one block of ``rows`` rows, two GEMMs chained through shared memory.
+
+    The hidden dimension is walked in blocks of ``block_hidden``: ``acc_h = X @ W1[:, block]``
+    (rows x block_hidden) then ``acc_y += H @ W2[block, :]`` (rows x d_out). The kernel writes
+    ``T.copy(acc_h, H_shared)`` itself: under a column split each warpgroup holds part of every row
+    of ``acc_h``, but its half of the second GEMM needs whole rows, so they go through shared memory.
+    Everything else (who owns what) is inferred.
+    """
+
+    @T.prim_func
+    def chained_gemm(
+        X: T.Tensor((rows, d_in), dtype),
+        W1: T.Tensor((d_in, hidden), dtype),
+        W2: T.Tensor((hidden, d_out), dtype),
+        Y: T.Tensor((rows, d_out), dtype),
+    ):
+        with T.Kernel(1, threads=threads) as bx:
+            X_shared = T.alloc_shared((rows, d_in), dtype)
+            W1_shared = T.alloc_shared((d_in, block_hidden), dtype)
+            W2_shared = T.alloc_shared((block_hidden, d_out), dtype)
+            H_shared = T.alloc_shared((rows, block_hidden), dtype)     # the exchange between the GEMMs
+            acc_h = T.alloc_fragment((rows, block_hidden), "float32")
+            acc_y = T.alloc_fragment((rows, d_out), "float32")
+            T.copy(X, X_shared)
+            T.clear(acc_y)
+            for k in T.Pipelined(T.ceildiv(hidden, block_hidden), num_stages=1):
+                T.copy(W1[0, k * block_hidden], W1_shared)
+                T.copy(W2[k * block_hidden, 0], W2_shared)
+                T.clear(acc_h)
+                T.gemm(X_shared, W1_shared, acc_h, policy=policy)
+                T.copy(acc_h, H_shared)
+                T.gemm(H_shared, W2_shared, acc_y, policy=policy)
+            T.copy(acc_y, Y)
+
+    return chained_gemm
+
+
+def chained_gemm_fragment_program(
+    rows: int = 64,
+    d_in: int = 128,
+    hidden: int = 256,
+    d_out: int = 512,
+    block_hidden: int = 64,
+    threads: int = 256,
+    policy=T.GemmWarpPolicy.FullCol,
+    dtype: str = "float16",
+):
+    """:func:`chained_gemm_program` with H cast into a register fragment, ``H_frag``, instead of
+    shared memory. Layout inference fails on it ("Layout infer conflict between acc_h and H_frag"):
+    the second GEMM wants every element of H in both warpgroups, the first leaves half in each."""
+
+    @T.prim_func
+    def chained_gemm_fragment(
+        X: T.Tensor((rows, d_in), dtype),
+        W1: T.Tensor((d_in, hidden), dtype),
+        W2: T.Tensor((hidden, d_out), dtype),
+        Y: T.Tensor((rows, d_out), dtype),
+    ):
+        with T.Kernel(1, threads=threads) as bx:
+            X_shared = T.alloc_shared((rows, d_in), dtype)
+            W1_shared = T.alloc_shared((d_in, block_hidden), dtype)
+            W2_shared = T.alloc_shared((block_hidden, d_out), dtype)
+            H_frag = T.alloc_fragment((rows, block_hidden), dtype)      # registers, where H_shared was
+            acc_h = T.alloc_fragment((rows, block_hidden), "float32")
+            acc_y = T.alloc_fragment((rows, d_out), "float32")
+            T.copy(X, X_shared)
+            T.clear(acc_y)
+            for k in T.Pipelined(T.ceildiv(hidden, block_hidden), num_stages=1):
+                T.copy(W1[0, k * block_hidden], W1_shared)
+                T.copy(W2[k * block_hidden, 0], W2_shared)
+                T.clear(acc_h)
+                T.gemm(X_shared, W1_shared, acc_h, policy=policy)
+                T.copy(acc_h, H_frag)
+                T.gemm(H_frag, W2_shared, acc_y, policy=policy)
+            T.copy(acc_y, Y)
+
+    return chained_gemm_fragment
+
+
+def transpose_program(M: int, N: int, block: int = 64, pad: int = 0, swizzle: bool = False,
+                      threads: int = 128, dtype: str = "float16"):
+    """``B = A^T`` through a shared tile: rows of A are copied into ``A_shared``, read back down its
+    columns into the fragment ``B_tile`` and written out as rows of B.
+
+    ``pad`` extra elements at the end of each row of ``A_shared`` and ``swizzle`` (TileLang's XOR
+    swizzle, forced with ``T.annotate_layout``) are the two ways to change where its elements sit.
+    """
+    from tilelang.layout import make_swizzled_layout
+
+    @T.prim_func
+    def transpose(A: T.Tensor((M, N), dtype), B: T.Tensor((N, M), dtype)):
+        with T.Kernel(T.ceildiv(N, block), T.ceildiv(M, block), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((block, block + pad), dtype)   # `pad` unused elements end each row
+            B_tile = T.alloc_fragment((block, block), dtype)
+            if swizzle:
+                T.annotate_layout({A_shared: make_swizzled_layout(A_shared)})
+            T.copy(A[by * block, bx * block], A_shared[0:block, 0:block])   # rows of A -> rows of A_shared
+            for i, j in T.Parallel(block, block):
+                B_tile[i, j] = A_shared[j, i]                              # read down the columns
+            T.copy(B_tile, B[bx * block, by * block])                      # block (by, bx) of A -> (bx, by) of B
+
+    return transpose
 
 
 def two_warpgroup_program(
