@@ -9,6 +9,9 @@ exercises :mod:`.exercises`, benchmark suite ``rmsnorm`` (:mod:`.bench`).
 from ... import results
 
 NOTEBOOK = "05_rmsnorm_silu.ipynb"
+#: the optional deep dive: the fp16 sum in a kernel, the two-pass design, the width table, peers,
+#: timing methods, a reported speed-up reconciled, tools and backends
+EXTRA_NOTEBOOKS = ("05b_rmsnorm_in_depth.ipynb",)
 #: rmsnorm_widths first: it writes the width table that rmsnorm's op (and records) use
 SUITES = {"rmsnorm_widths": "bench:run_widths", "rmsnorm": "bench:run"}
 
@@ -79,6 +82,26 @@ def exercise_cases():
                      WrongAnswer("eps left out", wrong.wrong_residual_no_eps, "eps belongs inside the square root"),
                      WrongAnswer("R's fragment not annotated", wrong.wrong_residual_r_not_annotated, "r not annotated"),
                  )),
+    ]
+
+
+def flow_bugs():
+    from .. import FlowBug
+
+    return [
+        FlowBug("05_rmsnorm_silu.ipynb", "rmsnorm_silu_program",
+                "rstd[i] = T.rsqrt(rstd[i] * inv_c + eps)", "rstd[i] = T.rsqrt(rstd[i] + eps)",
+                what="the mean's 1/C dropped (sum of squares, not mean)"),
+        FlowBug("05_rmsnorm_silu.ipynb", "rmsnorm_silu_program",
+                "return (i % rows_per_pass) * group + (j // VEC) % group",
+                "return (i % rows_per_pass) * group + (j // VEC) % (group // 2)",
+                what="the layout maps two vectors of a row to one lane"),
+        FlowBug("05_rmsnorm_silu.ipynb", "naive_rmsnorm_silu_program",
+                "v = x[i, j] * rstd[i] * T.Cast(accum, Gamma[j])", "v = x[i, j] * T.Cast(accum, Gamma[j])",
+                what="the naive kernel forgets the 1/rms scale", until="## 3."),
+        FlowBug("05b_rmsnorm_in_depth.ipynb", "two_pass_rmsnorm_silu_program",
+                "rstd[i] += part[i]", "rstd[i] = part[i]",
+                what="the two-pass sum keeps only the last chunk", until="## 3."),
     ]
 
 

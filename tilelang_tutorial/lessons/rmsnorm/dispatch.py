@@ -2,6 +2,7 @@
 
     from tilelang_tutorial.lessons.rmsnorm.dispatch import fused_rmsnorm_silu
     y = fused_rmsnorm_silu(x, gamma, eps=1e-5, out=None)     # x: (..., C) channels-last
+    y = fused_rmsnorm_silu(x, gamma, program=my_factory)     # the TileLang path builds my_factory's kernel
 
 Routing is by channel width C = x.shape[-1]:
 
@@ -70,9 +71,17 @@ def which_path(C: int) -> str:
     return resolve(C).name
 
 
-def fused_rmsnorm_silu(x, gamma, eps: float = DEFAULT_EPS, out=None):
-    """y = silu(rms_norm(x) * gamma) over the last dim, through the path registered for C."""
+def fused_rmsnorm_silu(x, gamma, eps: float = DEFAULT_EPS, out=None, *, program=None):
+    """y = silu(rms_norm(x) * gamma) over the last dim, through the path registered for C.
+
+    ``program``: the kernel factory the TileLang path builds (``program(C, dtype, config)``, as
+    :func:`.kernel.rmsnorm_silu_program`; default: the package's). The fast paths of
+    ``FAST_PATHS`` are other kernels and ignore it.
+    """
     shape = getattr(x, "shape", None)
     if shape is None or len(shape) == 0:
         raise TypeError(f"fused_rmsnorm_silu: x must be a tensor with a channel dimension, got {type(x).__name__}")
-    return resolve(shape[-1]).fn(x, gamma, eps=eps, out=out)
+    path = resolve(shape[-1])
+    if path is TILELANG_PATH and program is not None:
+        return _tilelang.rmsnorm_silu(x, gamma, eps=eps, out=out, program=program)
+    return path.fn(x, gamma, eps=eps, out=out)

@@ -318,16 +318,30 @@ def validate_rmsnorm_silu_inputs(x, gamma, out=None, *, what: str = "rmsnorm_sil
     return C
 
 
-def rmsnorm_silu(x, gamma, eps: float = DEFAULT_EPS, out=None):
+@functools.lru_cache(maxsize=None)
+def _build_from(program, C: int, dtype: str, config: RMSNormSiLUConfig, arch: str):
+    return runtime.compile_kernel(program(C, dtype, config), arch=arch)
+
+
+def rmsnorm_silu(x, gamma, eps: float = DEFAULT_EPS, out=None, *, program=None):
     """y = silu(rms_norm(x) * gamma) over the last dim; returns ``out`` (allocated if None). Runs on
-    the GPU in GPU mode, in the tile emulator on CPU tensors otherwise."""
+    the GPU in GPU mode, in the tile emulator on CPU tensors otherwise.
+
+    ``program``: a kernel factory ``program(C, dtype, config) -> T.prim_func`` with the signature of
+    :func:`rmsnorm_silu_program` (default: that one). Notebook 05 passes the factory its kernel
+    cell defines, so the op runs the reader's kernel; each (factory, C, dtype) is compiled once.
+    """
     import torch
 
     C = validate_rmsnorm_silu_inputs(x, gamma, out)
     y = torch.empty_like(x) if out is None else out
     if x.numel() == 0:
         return y
-    kernel = build_rmsnorm_silu(C, _dtype_name(x))
+    dtype = _dtype_name(x)
+    if program is None:
+        kernel = build_rmsnorm_silu(C, dtype)
+    else:
+        kernel = _build_from(program, C, dtype, config_for(C, dtype), runtime.current_arch())
     if x.device.type == "cuda" and x.device.index is not None and x.device.index != torch.cuda.current_device():
         with torch.cuda.device(x.device):   # launch on x's GPU, not the current one
             runtime.run(kernel, x.view(-1, C), gamma, y.view(-1, C), float(eps))
