@@ -437,3 +437,57 @@ def test_gpu_planned_run_does_not_sync_and_replays_in_a_cuda_graph(planned):
     torch.cuda.synchronize()
     checks.assert_close(captured, reference.mla_decode_reference(**x), tolerance=checks.TOLERANCE["float16"],
                         what="CUDA-graph replay of plan.run with new inputs")
+
+
+# ------------------------------------------------------------------------------------------------
+# notebook 04's steps and the reader's factory (GPU, else the emulator)
+# ------------------------------------------------------------------------------------------------
+STEP_LENS = [1, 63, 65, 130]
+
+
+@pytest.mark.parametrize("h", [128, 16])
+@pytest.mark.parametrize("step", ["contiguous", "paged"])
+def test_step_kernels_match_the_reference(step, h):
+    from tilelang_tutorial.lessons.mla import steps
+
+    device = runtime.mode().device
+    x = reference.make_paged_inputs(len(STEP_LENS), h, STEP_LENS, device=device, seed=h)
+    out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, device)
+    arch = "sm_90a" if not GPU else None
+    if step == "contiguous":
+        kernel = runtime.compile_kernel(steps.mla_contiguous_program(h), arch=arch)
+        runtime.run(kernel, *steps.contiguous_view(x), out)
+    else:
+        kernel = runtime.compile_kernel(steps.mla_paged_program(h), arch=arch)
+        runtime.run(kernel, x["q_nope"], x["q_pe"], x["kv_cache"].view(-1, 512), x["pe_cache"].view(-1, 64),
+                    x["block_table"], x["cache_seqlens"], out)
+    checks.assert_close(out, reference.mla_decode_reference(**x), tolerance=checks.TOLERANCE["float16"],
+                        what=f"step {step}, h={h}")
+
+
+def test_the_step_changes_name_the_lines_that_changed():
+    from tilelang_tutorial.lessons.mla import steps
+
+    paged = steps.changes(("steps", "mla_contiguous_program"), ("steps", "mla_paged_program"))
+    assert "+                row0 = block_table[bx, k] * PAGE_SIZE" in paged
+    assert '"""' not in paged and len(paged.splitlines()) < 30
+    split = steps.changes(("steps", "mla_paged_program"), ("auto", "mla_decode_program"))
+    assert "split_range(seqlen, sp)" in split and "page = blk_begin + k" in split
+
+
+def test_a_plan_builds_the_factory_it_is_given():
+    """plan(program=...) compiles the caller's factory (a notebook's kernel cell), not the package's:
+    a factory with the wrong scale gives wrong numbers through plan.run."""
+    device = runtime.mode().device
+    x = reference.make_paged_inputs(len(PLAN_LENS), 128, PLAN_LENS, device=device, seed=21)
+    calls = []
+
+    def wrong_scale(h_q, dtype, *, split, softmax_scale, num_stages):
+        calls.append((h_q, dtype, split, num_stages))
+        return auto.mla_decode_program(h_q, dtype, split=split, softmax_scale=0.5, num_stages=num_stages)
+
+    the_plan = op.plan(**x, num_split=2, program=wrong_scale, schedule="ws")   # schedule is ignored
+    assert calls == [(128, "float16", True, 2)] and the_plan.schedule == "wrong_scale"
+    out = the_plan.run(**x)
+    assert not checks.compare(out, reference.mla_decode_reference(**x), tolerance=checks.TOLERANCE["float16"]).ok
+
