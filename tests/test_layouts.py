@@ -222,6 +222,36 @@ def test_picker_draws_the_buffer_its_dropdown_names():
     assert drawn in picker.infos and drawn != "acc_s" and picker.infos["C_local"].threads == 128
 
 
+def test_picker_draws_the_notebooks_own_factories():
+    from tilelang_tutorial.lessons.layouts import programs
+    from tilelang_tutorial.lessons.layouts.catalogue import catalogue
+
+    built = []
+
+    def my_transpose(M, N, **kw):
+        built.append((M, N))
+        return programs.transpose_program(M, N, **kw)
+
+    picker = L.LayoutPicker(catalogue(transpose_program=my_transpose), kernel="transpose (its policy is unused)",
+                            threads=128, arch="sm_90a")
+    assert built and picker.state["buffer"] == "B_tile"
+
+
+def test_shared_reads_count_what_the_kernel_reads():
+    from tilelang_tutorial.lessons.layouts import programs
+
+    plain, padded = (L.shared_reads(programs.transpose_program(200, 136, pad=p), arch="sm_90a")[0] for p in (0, 2))
+    assert plain.worst == 32 and padded.worst == 1
+    assert plain.pattern.grid == (4, 32)   # 4 warps x 32 slots, one request each
+    # the model agrees with the column-read pattern for this fragment layout
+    assert (L.bank_conflicts(L.row_major_info((64, 64)), L.column_reads((64, 64), elem_bytes=2)) == 32).all()
+
+
+def test_summary_counts_elements_and_registers():
+    info = _infer("gemm", "sm_80")["C_local"]
+    assert "128 elements/thread (128 32-bit registers)" in info.summary()
+
+
 def test_bad_input_is_named():
     with pytest.raises(TypeError, match="PrimFunc"):
         L.infer_layouts("not a program")
@@ -266,6 +296,6 @@ def test_picker_without_ipywidgets_draws_the_initial_selection_once(monkeypatch)
 
     monkeypatch.setitem(sys.modules, "ipywidgets", None)
     drawn = _count_picker_draws(monkeypatch)
-    picker = L.layout_picker(CATALOGUE, kernel="two warpgroups (MLA-like)", buffer="acc_s", arch="sm_90a")
-    assert drawn == [("acc_s", drawn[0][1])] and drawn[0][1].startswith("acc_s:")
+    picker = L.layout_picker(CATALOGUE, kernel="two chained GEMMs (two warpgroups)", buffer="acc_h", arch="sm_90a")
+    assert drawn == [("acc_h", drawn[0][1])] and drawn[0][1].startswith("acc_h:")
     assert not hasattr(picker, "widgets")

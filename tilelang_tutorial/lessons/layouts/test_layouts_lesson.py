@@ -1,5 +1,5 @@
-"""The facts notebook 03 states in its prose, checked (CPU only: layout inference, plus two small
-nvcc compiles where the prose reads generated code; those are skipped without nvcc)."""
+"""The facts notebook 03 states in its prose, checked (CPU only: layout inference, the emulator, and
+small nvcc compiles where the prose reads generated code; those are skipped without nvcc)."""
 from __future__ import annotations
 
 import difflib
@@ -14,23 +14,16 @@ import numpy as np
 import pytest
 
 from tilelang_tutorial import layouts, runtime
-from tilelang_tutorial.lessons.gemm.kernel import gemm_relu_program
 from tilelang_tutorial.lessons.layouts import exercises, programs
-from tilelang_tutorial.lessons.mla.auto import mla_decode_program
 from tilelang_tutorial.lessons.tiles.scale_copy import scale_copy_program
 
 needs_nvcc = pytest.mark.skipif(runtime.nvcc_path() is None, reason="needs nvcc to read generated code")
 
 
 @functools.lru_cache(maxsize=None)
-def _two_warpgroups(arch: str, policy: str = "FullCol", threads: int = 256):
-    return layouts.infer_layouts(programs.two_warpgroup_program(threads=threads, policy=layouts.warp_policy(policy)),
+def _chained(arch: str, policy: str = "FullCol", threads: int = 256):
+    return layouts.infer_layouts(programs.chained_gemm_program(threads=threads, policy=layouts.warp_policy(policy)),
                                  arch=arch)
-
-
-@functools.lru_cache(maxsize=None)
-def _mla():
-    return layouts.infer_layouts(mla_decode_program(64, "float16", split=False), arch="sm_90a")
 
 
 # -- section 1 ---------------------------------------------------------------------------------
@@ -38,6 +31,7 @@ def _mla():
 def test_parallel_fragment_gives_each_thread_16_byte_runs():
     y = layouts.infer_layouts(scale_copy_program(64, block_M=64, block_N=64), arch="sm_90a")["y_frag"]
     assert y.threads == 128 and y.registers_per_thread == 32 and y.replicate == 1
+    assert "32 elements/thread (16 32-bit registers)" in y.summary()
     for t in (0, 9, 127):
         rows, cols = np.nonzero(y.owner[0] == t)
         assert sorted(set(rows.tolist())) == [t // 8 + 16 * k for k in range(4)]
@@ -94,39 +88,32 @@ def test_mma_and_wgmma_accumulators():
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("policy", ["FullCol", "FullRow", "Square"])
-def test_every_policy_splits_the_64_row_tile_by_columns(arch, policy):
-    infos = _two_warpgroups(arch, policy)
-    assert infos["acc_s"].split_axis() == "columns" and infos["acc_o"].split_axis() == "columns"
-    o = infos["acc_o"]
-    assert o.region_of(o.warpgroup_of(), 0) == ((0, 64), (0, 256))
+def test_every_policy_splits_the_64_row_chained_gemm_by_columns(arch, policy):
+    infos = _chained(arch, policy)
+    assert infos["acc_h"].split_axis() == "columns" and infos["acc_y"].split_axis() == "columns"
+    y = infos["acc_y"]
+    assert y.region_of(y.warpgroup_of(), 0) == ((0, 64), (0, 256))
+    assert y.region_of(y.warpgroup_of(), 1) == ((0, 64), (256, 512))
+
+
+def test_128_rows_make_the_policy_a_choice():
+    for policy, axis, region in (("FullRow", "rows", ((0, 64), (0, 128))), ("FullCol", "columns", ((0, 128), (0, 64)))):
+        info = layouts.infer_layouts(programs.gemm_program(128, 128, 64, threads=256, policy=layouts.warp_policy(policy)),
+                                     arch="sm_90a")["C_local"]
+        assert info.split_axis() == axis and info.region_of(info.warpgroup_of(), 0) == region
 
 
 def test_one_warpgroup_would_hold_256_accumulator_values_per_thread():
-    assert _two_warpgroups("sm_90a", "FullCol", 128)["acc_o"].registers_per_thread == 256
-    assert _two_warpgroups("sm_90a", "FullCol", 256)["acc_o"].registers_per_thread == 128
+    assert _chained("sm_90a", "FullCol", 128)["acc_y"].registers_per_thread == 256
+    assert _chained("sm_90a", "FullCol", 256)["acc_y"].registers_per_thread == 128
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-def test_scores_in_a_register_fragment_fail_layout_inference(arch):
-    # the blog post's spelling: inference does not insert the exchange through shared memory
-    with pytest.raises(RuntimeError, match="Layout infer conflict between acc_s and S_frag"):
-        layouts.infer_layouts(programs.two_warpgroup_fragment_program(), arch=arch)
-
-
-def test_mla_decode_layouts():
-    mla = _mla()
-    assert mla["acc_o"].launch_threads == 384
-    s, o = mla["acc_s"], mla["acc_o"]
-    assert s.split_axis() == "columns" and o.split_axis() == "columns"
-    assert s.region_of(s.warpgroup_of(), 0) == ((0, 64), (0, 32))
-    assert s.registers_per_thread == 16 and o.registers_per_thread == 128
-    assert mla["m_i"].replicate == 8
-
-
-def test_mla_s_shared_annotation_equals_what_inference_picks():
-    inferred = _two_warpgroups("sm_90a")["S_shared"].offset_2d()
-    assert np.array_equal(_mla()["S_shared"].offset_2d(), inferred)
-    assert np.array_equal(inferred, layouts.swizzled_info((64, 64)).offset_2d())
+def test_the_first_result_in_a_register_fragment_fails_layout_inference(arch):
+    with pytest.raises(RuntimeError, match="Layout infer conflict between acc_h and H_frag") as err:
+        layouts.infer_layouts(programs.chained_gemm_fragment_program(), arch=arch)
+    if arch == "sm_90a":
+        assert "replicate: 2" in str(err.value) and "_j // 32 * 128" in str(err.value)
 
 
 # -- section 5 ---------------------------------------------------------------------------------
@@ -137,31 +124,58 @@ def test_swizzle_is_chunk_xor_row():
     assert np.array_equal(chunk, np.arange(8)[None, :] ^ (rows % 8)[:, None])
 
 
-def test_gemm_relu_operand_tiles_are_swizzled_by_inference():
-    infos = layouts.infer_layouts(gemm_relu_program(1024, 1024, 1024), arch="sm_90a")
-    assert list(infos["A_shared"].shape) == [3, 128, 64] and list(infos["B_shared"].shape) == [3, 64, 128]
+def test_gemm_operand_tiles_are_swizzled_by_inference():
+    infos = layouts.infer_layouts(programs.gemm_program(128, 128, 64), arch="sm_90a")
+    assert list(infos["A_shared"].shape) == [2, 128, 32] and list(infos["B_shared"].shape) == [2, 32, 128]
     for name in ("A_shared", "B_shared"):
         shape = infos[name].offset_2d().shape
         assert layouts.bank_conflicts(infos[name], layouts.ldmatrix_reads(shape)).max() == 1
 
 
-# -- section 6 ---------------------------------------------------------------------------------
+# -- section 6: the transpose ------------------------------------------------------------------
 
-def test_annotation_is_the_only_shared_layout_of_the_copy():
-    assert "A_shared" not in layouts.infer_layouts(programs.annotated_copy_program(swizzle=False), arch="sm_90a")
-    assert "A_shared" in layouts.infer_layouts(programs.annotated_copy_program(swizzle=True), arch="sm_90a")
+def test_transpose_fragment_layout_keeps_the_writes_coalesced():
+    tile = layouts.infer_layouts(programs.transpose_program(200, 136), arch="sm_90a")["B_tile"]
+    assert tile.thread_expr == "_i % 2 * 64 + _j" and tile.registers_per_thread == 32
+
+
+@pytest.mark.parametrize("options,worst", [({}, 32), ({"swizzle": True}, 4), ({"pad": 8}, 4), ({"pad": 2}, 1),
+                                           ({"pad": 1}, 2)])
+def test_transpose_read_conflicts(options, worst):
+    reads = layouts.shared_reads(programs.transpose_program(200, 136, **options), arch="sm_90a")
+    assert len(reads) == 1 and reads[0].expression == "B_tile[i, j] = A_shared[j, i]"
+    assert (reads[0].degrees == worst).all() and reads[0].degrees.size == 128
+
+
+def test_shared_reads_follow_the_kernels_own_index():
+    from tilelang_tutorial.lessons.layouts import wrong_answers
+
+    read = layouts.shared_reads(wrong_answers.transpose_untransposed_read(200, 136), arch="sm_90a")[0]
+    assert read.expression == "B_tile[i, j] = A_shared[i, j]" and read.worst == 1
+
+
+def test_transpose_is_exact_in_the_emulator_and_its_bug_is_caught():
+    import torch
+
+    from tilelang_tutorial import checks, emulate
+    from tilelang_tutorial.lessons.layouts import wrong_answers
+
+    for factory, ok in ((programs.transpose_program, True), (wrong_answers.transpose_blocks_not_swapped, False)):
+        a = checks.random_tensor((200, 136), torch.float16, "cpu")
+        b = checks.poisoned((136, 200), torch.float16, "cpu")
+        emulate.run(factory(200, 136), a, b)
+        assert checks.compare(b, a.float().T, tolerance=0.0).ok is ok
 
 
 @needs_nvcc
-def test_swizzle_annotation_changes_only_shared_accesses_and_adds_a_barrier():
+def test_padding_costs_the_16_byte_copy_into_shared_memory():
     from tilelang_tutorial.inspector import kernel_source
 
-    src = {s: kernel_source(runtime.compile_kernel(programs.annotated_copy_program(swizzle=s), arch="sm_90a"))
-           for s in (False, True)}
-    changed = [line for line in difflib.unified_diff(src[False].splitlines(), src[True].splitlines(), lineterm="", n=0)
-               if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))]
-    assert changed and all("A_shared" in line or "__syncthreads" in line for line in changed)
-    assert src[False].count("__syncthreads") == 0 and src[True].count("__syncthreads") == 1
+    lines = {pad: [line.strip() for line in kernel_source(runtime.compile_kernel(programs.transpose_program(200, 136, pad=pad),
+                                                                               arch="sm_90a")).splitlines()
+                   if "A_shared" in line and "=" in line] for pad in (0, 2)}
+    assert lines[0][0].startswith("*(uint4*)(A_shared") and lines[2][0].startswith("*(uint1*)(A_shared")
+    assert "& 63) * 64)" in lines[0][1] and "& 63) * 66)" in lines[2][1]
 
 
 # -- exercises ---------------------------------------------------------------------------------
