@@ -47,27 +47,62 @@ Example::
 """
 from __future__ import annotations
 
+import os as _os
+
+from .checks import (ALL_CHECKS, EmulatorWarning, Finding, LimitExceeded, Race, RaceWarning, UninitialisedRead,
+                     UninitialisedReadWarning)
 from .encoding import NOOP_OPS as PERFORMANCE_ONLY
 from .errors import ArgumentError, Deadlock, EmulationError, OutOfBounds, UnsupportedConstruct
 from .program import EmulatedKernel, clear_cache, get_kernel
 
 _last: dict | None = None
+_last_findings: list = []
+
+#: environment variable with the default checks (e.g. ``none``, ``races,uninit``); unset: all
+CHECKS_ENV = "TILELANG_TUTORIAL_EMULATE_CHECKS"
 
 
-def compile(program) -> EmulatedKernel:  # noqa: A001 (mirrors tilelang.compile)
-    """The emulated kernel of ``program`` (``T.prim_func`` or ``JITKernel``), cached by identity."""
-    return get_kernel(program)
+def _default_checks():
+    v = _os.environ.get(CHECKS_ENV)
+    return None if v is None or not v.strip() else v.strip()
 
 
-def run(program, *args, **scalars):
+def compile(program, *, checks=None, strict: bool = False) -> EmulatedKernel:  # noqa: A001
+    """The emulated kernel of ``program`` (``T.prim_func`` or ``JITKernel``), cached by identity
+    (and checks)."""
+    return get_kernel(program, checks if checks is not None else _default_checks(), strict)
+
+
+def run(program, *args, checks=None, strict: bool = False, arch: str | None = None, **scalars):
     """Run ``program`` on CPU tensors in place; returns the allocated outputs of a JITKernel with
-    ``out_idx``, else None. See the module docstring."""
-    global _last
-    k = get_kernel(program)
+    ``out_idx``, else None. See the module docstring.
+
+    ``checks``: which checks run (default: all, or ``$TILELANG_TUTORIAL_EMULATE_CHECKS``):
+    ``"uninit"`` (uninitialised reads), ``"races"``, ``"limits"`` (threads and shared memory per
+    block on ``arch``, default the tutorial's current architecture), comma-separated, or
+    ``"all"`` / ``"none"``. Findings are issued as one-line warnings and kept in
+    :func:`last_findings`; ``strict=True`` raises the first one instead (:class:`Race`,
+    :class:`UninitialisedRead`). A limit that is exceeded always raises :class:`LimitExceeded`."""
+    global _last, _last_findings
+    k = get_kernel(program, checks if checks is not None else _default_checks(), strict)
     try:
-        return k(*args, **scalars)
+        arrays, outputs = k._bind(args, scalars)
+        return k._launch(arrays, outputs, arch)
     finally:
         _last = k.last_stats
+        _last_findings = list(k.last_findings)
+
+
+def last_findings() -> list:
+    """The :class:`Finding` objects (uninitialised reads, races) of the most recent :func:`run`:
+    ``kind``, ``buffer``, ``element``, ``block``, ``lines``, ``who``, ``message`` (one line)."""
+    return list(_last_findings)
+
+
+def report(findings=None) -> str:
+    """The findings of the last run (or ``findings``) as text, one line each; ``"no findings"``."""
+    fs = last_findings() if findings is None else list(findings)
+    return "\n".join(f.message for f in fs) if fs else "no findings"
 
 
 def last_stats() -> dict | None:
@@ -75,5 +110,7 @@ def last_stats() -> dict | None:
     return None if _last is None else dict(_last)
 
 
-__all__ = ["run", "compile", "last_stats", "clear_cache", "EmulatedKernel", "EmulationError",
-           "UnsupportedConstruct", "OutOfBounds", "Deadlock", "ArgumentError", "PERFORMANCE_ONLY"]
+__all__ = ["run", "compile", "last_stats", "last_findings", "report", "clear_cache", "EmulatedKernel",
+           "EmulationError", "UnsupportedConstruct", "OutOfBounds", "Deadlock", "ArgumentError", "LimitExceeded",
+           "Race", "UninitialisedRead", "Finding", "EmulatorWarning", "RaceWarning", "UninitialisedReadWarning",
+           "ALL_CHECKS", "CHECKS_ENV", "PERFORMANCE_ONLY"]

@@ -149,8 +149,9 @@ ARITH = {tir.Add: "+", tir.Sub: "-", tir.Mul: "*"}
 
 
 class CodeGen:
-    def __init__(self, func: tir.PrimFunc, name: str, serial: int = 0):
+    def __init__(self, func: tir.PrimFunc, name: str, serial: int = 0, uninit: bool = False):
         self.func = func
+        self.check_uninit = uninit      # wrap on-chip loads in the uninitialised-read check
         self.name = name
         self.filename = f"<tilelang-emulate {name} #{serial}>"
         self.ta = ThreadAnalysis(func)
@@ -694,6 +695,20 @@ class CodeGen:
         bi = self.buf(e.buffer)
         if bi.is_barrier:
             return Ex(self._barrier_ref(e), frozenset(), "handle")
+        ex = self._load(e, bi)
+        if not self.check_uninit or bi.scope == "global":
+            return ex
+        exs = self._index_exs(bi, e.indices)
+        plan = self._slice_plan(bi, e.indices, exs) if ex.vec else None
+        if plan is not None:
+            ixf = f"lambda: ('sl', ({self._slice_code(plan, False)}), {self._post_fn(self._post(plan))})"
+        else:
+            ix = ", ".join(x.code for x in exs) + ("," if len(exs) == 1 else "")
+            ixf = f"lambda: ('ix', ({ix}))"
+        m = self.mask or "None"
+        return Ex(f"_rt.u(_x, {bi.ref}, {bi.name}, {ex.code}, {m}, {ixf})", ex.axes, ex.dtype)
+
+    def _load(self, e: tir.BufferLoad, bi: BufInfo) -> Ex:
         exs = self._index_exs(bi, e.indices)
         axes = frozenset().union(*[x.axes for x in exs]) if exs else frozenset()
         dt = bi.dtype
@@ -1259,7 +1274,7 @@ class CodeGen:
             else:
                 if bi.per_thread:
                     shp = f"({self.nthreads}, " + ", ".join(shape) + ")"
-                self.emit(f"{bi.name} = _rt.alloc({shp}, {self.dt(bi.dtype)})")
+                self.emit(f"{bi.name} = _rt.alloc({shp}, {self.dt(bi.dtype)}, _x, {bi.ref})")
 
     def _barrier_ref(self, load: tir.BufferLoad) -> str:
         bi = self.buf(load.buffer)
@@ -1317,7 +1332,7 @@ class CodeGen:
             bar = self._barrier_ref(v.args[0])
             p = self.uniform(self.expr(v.args[1]), "mbarrier parity")
             w = self.tmp("_w")
-            self.emit(f"{w} = _rt.mbar_wait({bar}, {p})")
+            self.emit(f"{w} = _rt.mbar_wait({bar}, {p}, _x)")
             if self.role_mode:
                 self.emit(f"if {w} is not None: yield {w}")
             else:

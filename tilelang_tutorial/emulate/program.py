@@ -15,6 +15,7 @@ from tvm import tirx as tir
 from . import dtypes as D
 from . import runtime as RT
 from .analysis import fmt_span, func_span, short, source_line
+from . import checks as C
 from .codegen import CodeGen
 from .errors import ArgumentError, Deadlock, EmulationError
 from .scheduler import Scheduler, Split, describe_threads
@@ -189,7 +190,7 @@ class EmulatedKernel:
 
     _serial = 0
 
-    def __init__(self, program, *, out_idx=None, name: str | None = None):
+    def __init__(self, program, *, out_idx=None, name: str | None = None, checks=None, strict: bool = False):
         func = getattr(program, "prim_func", None) if not isinstance(program, tir.PrimFunc) else program
         if not isinstance(func, tir.PrimFunc):
             raise TypeError(f"emulate expects a T.prim_func (what a kernel factory returns) or a compiled TileLang "
@@ -205,7 +206,9 @@ class EmulatedKernel:
         self.name = name or (str(attrs["global_symbol"]) if has_symbol else "kernel")
         self.span = func_span(func)
         EmulatedKernel._serial += 1
-        gen = CodeGen(func, self.name, EmulatedKernel._serial).generate()
+        self.checks = C.parse_checks(checks)
+        self.strict = bool(strict)
+        gen = CodeGen(func, self.name, EmulatedKernel._serial, uninit="uninit" in self.checks).generate()
         self._gen = gen
         self.source = gen.source
         linecache.cache[gen.filename] = (len(gen.source), None, gen.source.splitlines(True), gen.filename)
@@ -227,7 +230,9 @@ class EmulatedKernel:
             if not 0 <= i < n or self.params[i].kind != "buffer":
                 raise ArgumentError(f"{self.name}: out_idx {i} is not a tensor parameter")
         self.last_stats: dict | None = None
+        self.last_findings: list = []
         self._sched = None
+        self._limits_ok: set = set()
 
     # ------------------------------------------------------------------ public
     def signature(self) -> str:
@@ -236,9 +241,29 @@ class EmulatedKernel:
     def __repr__(self) -> str:
         return f"<EmulatedKernel {self.signature()}>"
 
+    def check_limits(self, arch: str | None = None) -> None:
+        """Raise checks.LimitExceeded (one line) when a kernel of the program cannot launch on
+        ``arch`` (default: the tutorial's current architecture): threads and shared memory per block."""
+        key = arch or ""
+        if key in self._limits_ok:
+            return
+        C.check_limits(self.func, self.name, arch)
+        self._limits_ok.add(key)
+
     def __call__(self, *args, **kwargs):
         arrays, outputs = self._bind(args, kwargs)
-        x = RT.Exec(out=sys.stdout)
+        return self._launch(arrays, outputs)
+
+    def _launch(self, arrays, outputs, arch: str | None = None):
+        if "limits" in self.checks:
+            self.check_limits(arch)
+        chk = None
+        if self.checks & {"uninit", "races"}:
+            chk = C.Checker(self.checks, self.strict, self._locate_finding, self.name)
+        x = RT.Exec(out=sys.stdout, chk=chk)
+        if chk is not None:
+            chk.x = x
+        self.last_findings = chk.findings if chk is not None else []
         with np.errstate(all="ignore"), _Blas.single_thread():
             try:
                 self._entry(x, *arrays)
@@ -417,10 +442,19 @@ class EmulatedKernel:
     def _run_roles(self, x, gen, tids):
         x.stats["blocks"] += 1
         x.named = {}
-        sched = Scheduler(x.stats, locate=self._locate_frame)
+        tracker = None
+        if x.chk is not None and x.chk.races:
+            tracker = x.chk.roles = C.RoleTracker(x.chk)
+        sched = Scheduler(x.stats, locate=self._locate_frame, tracker=tracker)
         self._sched = sched
-        sched.run(gen, tids, f"block {x.block}")
-        self._sched = None
+        x.sched = sched
+        try:
+            sched.run(gen, tids, f"block {x.block}")
+        finally:
+            self._sched = None
+            x.sched = None
+            if x.chk is not None:
+                x.chk.roles = None
 
     # ------------------------------------------------------------------ locations
     def _site_of_frame(self, frame):
@@ -448,6 +482,15 @@ class EmulatedKernel:
         if loops:
             out.append(loops)
         return out
+
+    def _locate_finding(self, frame):
+        """(file:line, source text, loop values) of a frame of the generated code."""
+        site = self._site_of_frame(frame)
+        if site is None:
+            return ("", "", "")
+        where = fmt_span(site.span) if site.span is not None else f"TIR `{site.stmt}`"
+        src = source_line(site.span) if site.span is not None else ""
+        return (where, src or site.stmt, self._loop_values(site, frame.f_locals))
 
     def _locate_frame(self, frame) -> str:
         """Where a suspended role is (for deadlock reports): lines joined for an indented block."""
@@ -501,20 +544,22 @@ class EmulatedKernel:
 # ----------------------------------------------------------------------------------------------
 # cache
 # ----------------------------------------------------------------------------------------------
-_CACHE: "collections.OrderedDict[int, tuple]" = collections.OrderedDict()
+_CACHE: "collections.OrderedDict[tuple, tuple]" = collections.OrderedDict()
 _CACHE_SIZE = 64
 _CACHE_LOCK = threading.Lock()
 
 
-def get_kernel(program) -> EmulatedKernel:
-    """The cached :class:`EmulatedKernel` of ``program`` (by identity), compiling it on first use."""
-    key = id(program)
+def get_kernel(program, checks=None, strict: bool = False) -> EmulatedKernel:
+    """The cached :class:`EmulatedKernel` of ``program`` (by identity and checks), compiling it on
+    first use."""
+    kinds = C.parse_checks(checks)
+    key = (id(program), kinds, bool(strict))
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
         if hit is not None and hit[0] is program:
             _CACHE.move_to_end(key)
             return hit[1]
-    k = EmulatedKernel(program)
+    k = EmulatedKernel(program, checks=kinds, strict=strict)
     with _CACHE_LOCK:
         _CACHE[key] = (program, k)
         while len(_CACHE) > _CACHE_SIZE:

@@ -19,6 +19,7 @@ import numpy as np
 
 from . import dtypes as D
 from .errors import EmulationError, OutOfBounds, UnsupportedConstruct
+from .checks import poison_onchip
 from .scheduler import MBarrier, MmaWait, NamedBarrier, ParityWait, SyncWait
 
 
@@ -52,9 +53,9 @@ class BufRef:
 class Exec:
     """State of one emulated launch (shared by all blocks): stats, current block, output."""
 
-    __slots__ = ("stats", "block", "threads", "nthreads", "named", "out")
+    __slots__ = ("stats", "block", "threads", "nthreads", "named", "out", "chk", "sched")
 
-    def __init__(self, out=None):
+    def __init__(self, out=None, chk=None):
         self.stats = {"kernels": 0, "blocks": 0, "tile_ops": 0, "gemm_flops": 0, "parallel_loops": 0,
                       "roles": 0, "role_switches": 0, "guarded_loads": 0, "dropped_stores": 0,
                       "mbarrier_arrivals": 0, "printed_lines": 0}
@@ -63,6 +64,8 @@ class Exec:
         self.nthreads = 1
         self.named: dict = {}
         self.out = out
+        self.chk = chk          # checks.Checker of this launch, or None
+        self.sched = None       # the scheduler of the current block (warp-specialised kernels)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -353,10 +356,13 @@ def scatter(ref: BufRef, arr, ix: tuple, val, mask, x: Exec) -> None:
     shape = np.broadcast_shapes(*shapes)
     ixs = [np.broadcast_to(i, shape) for i in ixs]
     v = np.broadcast_to(v, shape)
+    positions = None
     if mask is not None:
         m = np.broadcast_to(mask, shape)
         if not m.any():
             return
+        if x.chk is not None and x.chk.races:
+            positions = np.flatnonzero(m)
         ixs = [i[m] for i in ixs]
         v = v[m]
     ok = _in_range(ixs, arr.shape)
@@ -370,21 +376,43 @@ def scatter(ref: BufRef, arr, ix: tuple, val, mask, x: Exec) -> None:
             bad = ~np.broadcast_to(ok, np.shape(ixs[0]))
             if np.any(bad):
                 _raise_first(ref, arr, "write", ixs, bad)
+    if x.chk is not None and x.chk.races and not ref.is_global:
+        if positions is None:
+            positions = np.arange(int(np.prod(shape)) if shape else 1)
+        x.chk.same_step(ref, arr, [np.asarray(i).reshape(-1) for i in ixs], np.asarray(v).reshape(-1), shape,
+                        positions, _tids_of(x))
     arr[tuple(ixs)] = v
+
+
+def _tids_of(x):
+    sched = x.sched
+    if sched is not None and sched.current is not None:
+        return np.asarray(sched.current.tids).reshape(-1)
+    return np.arange(x.nthreads)
 
 
 def store_lanes(ref: BufRef, arr, ix: tuple, val, mask, x: Exec) -> None:
     """A store whose element index is the same for every lane while the value or the mask vary
     (``flag[0] = 1`` inside a T.Parallel ``if``): written if any lane is active; the value of the
     last active lane wins."""
+    racy = x.chk is not None and x.chk.races and not ref.is_global and isinstance(val, np.ndarray) and val.ndim
     if mask is not None:
         m = np.asarray(mask)
         if not m.any():
             return
         if isinstance(val, np.ndarray) and val.ndim:
             shape = np.broadcast_shapes(val.shape, m.shape)
-            val = np.broadcast_to(val, shape)[np.broadcast_to(m, shape)][-1]
+            mm = np.broadcast_to(m, shape)
+            lanes = np.broadcast_to(val, shape)[mm]
+            if racy:
+                x.chk.same_step(ref, arr, [np.full(lanes.size, int(i)) for i in ix], lanes, shape,
+                                np.flatnonzero(mm), _tids_of(x))
+            val = lanes[-1]
     elif isinstance(val, np.ndarray) and val.ndim:
+        if racy:
+            lanes = val.reshape(-1)
+            x.chk.same_step(ref, arr, [np.full(lanes.size, int(i)) for i in ix], lanes, val.shape,
+                            np.arange(lanes.size), _tids_of(x))
         val = val.reshape(-1)[-1]
     if ref.is_global:
         gst1(ref, arr, ix, val, x)
@@ -472,8 +500,50 @@ def sl(start, n, step=1):
 # ----------------------------------------------------------------------------------------------
 # allocation
 # ----------------------------------------------------------------------------------------------
-def alloc(shape, dt) -> np.ndarray:
-    return D.poison_array(tuple(int(s) for s in shape), dt)
+def alloc(shape, dt, x=None, ref=None) -> np.ndarray:
+    arr = poison_onchip(tuple(int(s) for s in shape), dt)
+    if x is not None and x.chk is not None and x.chk.uninit:
+        x.chk.track(ref, arr)
+    return arr
+
+
+def u(x, ref, arr, v, mask, ixf):
+    """An on-chip load under the uninitialised-read check: returns ``v``."""
+    chk = x.chk
+    if chk is None or not chk.dirty:
+        return v
+    base = arr if arr.base is None else arr.base
+    if id(base) not in chk.dirty:
+        return v
+    return chk.load(ref, arr, v, mask, ixf)
+
+
+def _rd(x, ref, arr, win, what, sub=None):
+    """A tile operator reads ``arr[win]``: uninitialised-read and role-race checks."""
+    chk = x.chk
+    if chk.dirty and not ref.is_global:
+        base = arr if arr.base is None else arr.base
+        if id(base) in chk.dirty:
+            chk.region(ref, arr, win, what, sub)
+    if chk.roles is not None and ref.scope in _SHARED:
+        _role_access(x, ref, win, False)
+
+
+def _wr(x, ref, win):
+    if x.chk.roles is not None and ref.scope in _SHARED:
+        _role_access(x, ref, win, True)
+
+
+_SHARED = ("shared", "shared.dyn")
+
+
+def _role_access(x, ref, win, write):
+    sched = x.sched
+    if sched is None or sched.current is None:
+        return
+    box = tuple((int(s.start or 0), int(s.stop)) for s in win)
+    where, src, _ = x.chk._where(4)
+    x.chk.roles.access(sched.current, ref, box, write, f"{where} ({src})" if src else where)
 
 
 def alloc_barriers(name: str, shape, counts) -> np.ndarray:
@@ -523,6 +593,9 @@ def copy(x: Exec, sref, sarr, smins, sexts, dref, darr, dmins, dexts, op="T.copy
     if _squeeze(sext) != _squeeze(dext):
         raise EmulationError(f"{op}: the source region {sref.name} {sext} and the destination region "
                              f"{dref.name} {dext} have different shapes")
+    if x.chk is not None:
+        _rd(x, sref, sarr, swin, op, (dext, din) if dpart and not spart else None)
+        _wr(x, dref, dwin)
     if spart:
         tile = np.full(sext, sref.safe_value(), dtype=sarr.dtype)
         tile[sin] = sarr[swin]
@@ -540,6 +613,8 @@ def copy(x: Exec, sref, sarr, smins, sexts, dref, darr, dmins, dexts, op="T.copy
 
 def fill(x: Exec, ref, arr, mins, exts, value) -> None:
     win, _, _, part = _region(ref, arr, mins, exts, "T.fill", "destination", True)
+    if x.chk is not None:
+        _wr(x, ref, win)
     if ref.per_thread:
         raise UnsupportedConstruct("T.fill of a per-thread local buffer")
     arr[win] = value
@@ -557,6 +632,11 @@ def _acc_dtype(dt):
 def reduce(x: Exec, sref, sarr, smins, sexts, dref, darr, dmins, dexts, kind: str, dim: int, clear: bool) -> None:
     swin, _, sext, _ = _region(sref, sarr, smins, sexts, f"T.reduce_{kind}", "source", False)
     dwin, _, dext, _ = _region(dref, darr, dmins, dexts, f"T.reduce_{kind}", "destination", False)
+    if x.chk is not None:
+        _rd(x, sref, sarr, swin, f"T.reduce_{kind}")
+        if not clear:
+            _rd(x, dref, darr, dwin, f"T.reduce_{kind}(..., clear=False) (its destination)")
+        _wr(x, dref, dwin)
     src = sarr[swin]
     if not 0 <= dim < src.ndim:
         raise EmulationError(f"T.reduce_{kind}: dim {dim} of a {src.ndim}-d region")
@@ -604,6 +684,9 @@ def scan(x: Exec, kind, sref, sarr, smins, sexts, dref, darr, dmins, dexts, dim:
     op = "T.cumsum" if kind == "sum" else "T.cummax"
     swin, _, sext, _ = _region(sref, sarr, smins, sexts, op, "source", False)
     dwin, _, dext, _ = _region(dref, darr, dmins, dexts, op, "destination", False)
+    if x.chk is not None:
+        _rd(x, sref, sarr, swin, op)
+        _wr(x, dref, dwin)
     src = sarr[swin]
     if _squeeze(sext) != _squeeze(dext):
         raise EmulationError(f"{op}: source {sref.name} {sext} and destination {dref.name} {dext} differ in shape")
@@ -619,8 +702,13 @@ def scan(x: Exec, kind, sref, sarr, smins, sexts, dref, darr, dmins, dexts, dim:
     x.stats["tile_ops"] += 1
 
 
-def _mat(ref, arr, mins, exts, op, role):
+def _mat(ref, arr, mins, exts, op, role, x=None, read=True):
     win, _, ext, _ = _region(ref, arr, mins, exts, op, role, False)
+    if x is not None and x.chk is not None:
+        if read:
+            _rd(x, ref, arr, win, f"{op} (operand {role})" if role != "C" else f"{op} (accumulator C, clear_accum=False)")
+        if role == "C":
+            _wr(x, ref, win)
     v = arr[win]
     if v.ndim > 2:
         if any(s != 1 for s in v.shape[:-2]):
@@ -633,9 +721,9 @@ def _mat(ref, arr, mins, exts, op, role):
 
 def gemm(x: Exec, op, aref, aarr, amins, aexts, bref, barr, bmins, bexts, cref, carr, cmins, cexts,
          trans_a: bool, trans_b: bool, clear, M: int, N: int, K: int) -> None:
-    a = _mat(aref, aarr, amins, aexts, op, "A")
-    b = _mat(bref, barr, bmins, bexts, op, "B")
-    c = _mat(cref, carr, cmins, cexts, op, "C")
+    a = _mat(aref, aarr, amins, aexts, op, "A", x)
+    b = _mat(bref, barr, bmins, bexts, op, "B", x)
+    c = _mat(cref, carr, cmins, cexts, op, "C", x, not bool(clear))
     if D.is_int(a.dtype):
         wide = np.int64
         af, bf = a.astype(wide), b.astype(wide)
@@ -660,6 +748,9 @@ def gemm(x: Exec, op, aref, aarr, amins, aexts, bref, barr, bmins, bexts, cref, 
 def transpose(x: Exec, sref, sarr, smins, sexts, dref, darr, dmins, dexts) -> None:
     swin, _, sext, _ = _region(sref, sarr, smins, sexts, "T.transpose", "source", False)
     dwin, _, dext, _ = _region(dref, darr, dmins, dexts, "T.transpose", "destination", False)
+    if x.chk is not None:
+        _rd(x, sref, sarr, swin, "T.transpose")
+        _wr(x, dref, dwin)
     s = sarr[swin]
     t = np.swapaxes(s, -1, -2)
     if t.shape != tuple(dext):
@@ -675,6 +766,11 @@ def tile_atomic(x: Exec, kind, sref, sarr, smins, sexts, dref, darr, dmins, dext
     if _squeeze(sext) != _squeeze(dext):
         raise EmulationError(f"{op}: value region {sref.name} {sext} and destination {dref.name} {dext} differ "
                              "in shape")
+    if x.chk is not None:
+        _rd(x, sref, sarr, swin, op)
+        if not dref.is_global:
+            _rd(x, dref, darr, dwin, f"{op} (its destination)")
+        _wr(x, dref, dwin)
     v = D.astype(sarr[swin].reshape(dext), darr.dtype)
     if dpart:
         v = v[din]
@@ -912,6 +1008,8 @@ def shfl(kind: str, value, arg, width, tids, ndim: int):
 def mbar_arrive(x: Exec, bar, n: int) -> None:
     if not isinstance(bar, MBarrier):
         raise EmulationError(f"T.barrier_arrive on {bar!r}, which is not an mbarrier (T.alloc_barrier)")
+    if x.chk is not None and x.chk.roles is not None and x.sched is not None and x.sched.current is not None:
+        x.chk.roles.arrive(x.sched.current, bar)
     bar.arrive(int(n))
     x.stats["mbarrier_arrivals"] += 1
 
@@ -924,6 +1022,8 @@ def mma_commit(x: Exec, bar, sync_op):
     if not isinstance(bar, MBarrier):
         raise EmulationError(f"mbar= of a GEMM is {bar!r}, which is not an mbarrier (T.alloc_barrier)")
     phase = bar.phase
+    if x.chk is not None and x.chk.roles is not None and x.sched is not None and x.sched.current is not None:
+        x.chk.roles.arrive(x.sched.current, bar)
     bar.arrive(1)
     x.stats["mbarrier_arrivals"] += 1
     if sync_op is None or bar.phase > phase:
@@ -936,11 +1036,16 @@ def nwarps(tids) -> int:
     return int(np.unique(np.asarray(tids).ravel() // 32).size)
 
 
-def mbar_wait(bar, parity):
+def mbar_wait(bar, parity, x=None):
     """Role mode: None if the phase of ``parity`` has completed, else a wait for the scheduler."""
     if not isinstance(bar, MBarrier):
         raise EmulationError(f"T.barrier_wait on {bar!r}, which is not an mbarrier (T.alloc_barrier)")
-    return None if bar.done(parity) else ParityWait(bar, parity)
+    if bar.done(parity):
+        if x is not None and x.chk is not None and x.chk.roles is not None and x.sched is not None \
+                and x.sched.current is not None:
+            x.chk.roles.waited(x.sched.current, bar, parity)
+        return None
+    return ParityWait(bar, parity)
 
 
 def named_sync(x: Exec, bid, count, n: int, who: str):
@@ -949,7 +1054,12 @@ def named_sync(x: Exec, bid, count, n: int, who: str):
     nb = x.named.get(bid)
     if nb is None:
         nb = x.named[bid] = NamedBarrier(bid)
+    tracker = x.chk.roles if x.chk is not None else None
+    if tracker is not None and x.sched is not None and x.sched.current is not None:
+        tracker.named.setdefault((bid, nb.generation), []).append(x.sched.current)
     gen = nb.arrive(n, int(count) if count is not None else x.nthreads, who)
+    if tracker is not None and nb.generation != gen:
+        tracker.sync_join(tracker.named.pop((bid, gen), []))
     return None if nb.generation != gen else SyncWait(nb, gen)
 
 
@@ -958,4 +1068,9 @@ def named_arrive(x: Exec, bid, count, n: int, who: str) -> None:
     nb = x.named.get(bid)
     if nb is None:
         nb = x.named[bid] = NamedBarrier(bid)
-    nb.arrive(n, int(count), who)
+    tracker = x.chk.roles if x.chk is not None else None
+    if tracker is not None and x.sched is not None and x.sched.current is not None:
+        tracker.named.setdefault((bid, nb.generation), []).append(x.sched.current)
+    gen = nb.arrive(n, int(count), who)
+    if tracker is not None and nb.generation != gen:
+        tracker.sync_join(tracker.named.pop((bid, gen), []))

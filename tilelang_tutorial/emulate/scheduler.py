@@ -197,8 +197,9 @@ class Role:
 class Scheduler:
     """Runs the roles of one block to completion (or raises Deadlock)."""
 
-    def __init__(self, stats: dict, locate=None):
+    def __init__(self, stats: dict, locate=None, tracker=None):
         self.stats = stats
+        self.tracker = tracker       # checks.RoleTracker (race checks between roles) or None
         self.locate = locate         # frame -> "file:line `stmt`" text, for deadlock reports
         self.roles: list[Role] = []
         self.current: Role | None = None
@@ -209,6 +210,8 @@ class Scheduler:
         cur = root
         while True:
             if not cur.finished and (cur.waiting is None or cur.waiting.ready()):
+                if self.tracker is not None and isinstance(cur.waiting, ParityWait):
+                    self.tracker.waited(cur, cur.waiting.bar, cur.waiting.parity)
                 cur.waiting = None
                 self._step(cur)
                 continue
@@ -245,6 +248,8 @@ class Scheduler:
 
     def _finish(self, role: Role) -> None:
         role.finished = True
+        if self.tracker is not None and role.parent is not None:
+            self.tracker.finished(role)
         if role.parent is not None:
             role.parent.live_children -= 1
             self.roles.remove(role)

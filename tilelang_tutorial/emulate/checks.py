@@ -1,0 +1,517 @@
+"""What the emulator checks beyond running the program: uninitialised reads, races, the target's
+limits. One :class:`Checker` per launch collects :class:`Finding` objects; each is also issued as
+a Python warning (one line) unless the run is strict, where the first one is raised.
+
+* **Uninitialised reads.** Fresh on-chip buffers (shared, fragment, local, var, tensor memory) are
+  poisoned with a *signalling* NaN carrying the payload ``0xA5`` (floats; arithmetic turns it
+  into an ordinary quiet NaN, only a copy keeps the exact bits) or the bytes ``0xA5`` (32- and
+  64-bit integers). A read whose active lanes see that exact bit pattern reads an element nothing
+  has written yet. A buffer found free of the pattern is not scanned again in that block, so the
+  cost after the first read is one dictionary lookup. 8- and 16-bit integers, bools and fp8 are
+  not checked (their poison is a plausible value).
+* **Races in one step.** Lanes of one statement (threads, ``T.Parallel`` iterations) storing
+  *different* values into one element of a shared buffer or a fragment without an atomic.
+* **Races between warp-specialised roles.** Each role of a block has a vector clock; an mbarrier
+  arrive publishes the arriving role's clock into the phase it completes, a wait that passes (or
+  a named barrier / ``__syncthreads``) joins it. Each access to a shared buffer by a role is
+  recorded (bounding box of the elements, the role's clock, the source line); an access by
+  another role that overlaps a write (or a write that overlaps a read) not ordered before it by
+  the clocks is a race, reported with both roles and both lines.
+* **Limits** (:func:`check_limits`): shared memory per block and threads per block of the target
+  architecture, before the run.
+"""
+from __future__ import annotations
+
+import sys
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import dtypes as D
+from .errors import EmulationError
+
+#: the check names accepted by ``emulate.run(..., checks=...)``
+ALL_CHECKS = frozenset({"uninit", "races", "limits"})
+DEFAULT_CHECKS = ALL_CHECKS
+
+
+def parse_checks(checks) -> frozenset:
+    """``None`` / ``True`` / ``"all"`` -> every check; ``False`` / ``""`` / ``"none"`` -> none; else a
+    comma-separated string or an iterable of names from :data:`ALL_CHECKS`."""
+    if checks is None or checks is True or checks == "all":
+        return DEFAULT_CHECKS
+    if checks is False or checks == "" or checks == "none":
+        return frozenset()
+    names = [c.strip() for c in checks.split(",")] if isinstance(checks, str) else [str(c) for c in checks]
+    names = {"races" if n == "race" else n for n in names if n}
+    bad = sorted(names - ALL_CHECKS)
+    if bad:
+        raise ValueError(f"unknown emulator check(s) {', '.join(map(repr, bad))}; choose from "
+                         f"{', '.join(sorted(ALL_CHECKS))} (comma-separated), 'all' or 'none'")
+    return frozenset(names)
+
+
+# ----------------------------------------------------------------------------------------------
+# findings
+# ----------------------------------------------------------------------------------------------
+class EmulatorWarning(UserWarning):
+    """Base class of the warnings the emulator's checks issue."""
+
+
+class UninitialisedReadWarning(EmulatorWarning):
+    pass
+
+
+class RaceWarning(EmulatorWarning):
+    pass
+
+
+class UninitialisedRead(EmulationError):
+    """Raised by a strict run (``strict=True``) at the first uninitialised read."""
+
+    def __init__(self, finding):
+        self.finding = finding
+        super().__init__(finding.message)
+
+
+class Race(EmulationError):
+    """Raised by a strict run (``strict=True``) at the first race."""
+
+    def __init__(self, finding):
+        self.finding = finding
+        super().__init__(finding.message)
+
+
+@dataclass
+class Finding:
+    """One report: ``kind`` is ``"uninit"`` or ``"race"``; ``message`` is one line."""
+    kind: str
+    buffer: str
+    element: tuple
+    message: str
+    block: tuple = (0, 0, 0)
+    lines: list = field(default_factory=list)     # source lines involved ("file:line: text")
+    who: list = field(default_factory=list)       # threads or roles involved
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _fmt_elem(ix) -> str:
+    return "[" + ", ".join(str(int(v)) for v in ix) + "]"
+
+
+# ----------------------------------------------------------------------------------------------
+# poison patterns
+# ----------------------------------------------------------------------------------------------
+_UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+_PATTERN: dict = {}
+
+
+def _pattern_of(dt: np.dtype):
+    """(unsigned view dtype, bit pattern) of the detectable poison of ``dt``, or None."""
+    key = dt.str if dt.names is None else str(dt)
+    if key in _PATTERN:
+        return _PATTERN[key]
+    pat = None
+    name = D.canonical(dt.name) if hasattr(dt, "name") else ""
+    if name == "float16":
+        pat = (np.uint16, 0x7DA5)
+    elif name == "bfloat16":
+        pat = (np.uint16, 0x7FA5)
+    elif name == "float32":
+        pat = (np.uint32, 0x7FA5A5A5)
+    elif name == "float64":
+        pat = (np.uint64, 0x7FF4A5A5A5A5A5A5)
+    elif dt.kind in "iu" and dt.itemsize >= 4:
+        pat = (_UINT[dt.itemsize], int("A5" * dt.itemsize, 16))
+    if pat is not None:
+        pat = (np.dtype(pat[0]), pat[0](pat[1]))
+    _PATTERN[key] = pat
+    return pat
+
+
+def poison_onchip(shape, dt: np.dtype) -> np.ndarray:
+    """A fresh on-chip buffer: the detectable poison where ``dt`` has one, else D.poison_array."""
+    pat = _pattern_of(dt)
+    if pat is None:
+        return D.poison_array(shape, dt)
+    arr = np.empty(shape, dtype=dt)
+    arr.view(pat[0]).fill(pat[1])
+    return arr
+
+
+def _poisoned(v, pat):
+    a = np.asarray(v)
+    return a.view(pat[0]) == pat[1]
+
+
+# ----------------------------------------------------------------------------------------------
+# the checker of one launch
+# ----------------------------------------------------------------------------------------------
+_GEN_PREFIX = "<tilelang-emulate"
+_PKG_DIR = __import__("os").path.dirname(__file__)
+
+
+def _user_stacklevel() -> int:
+    """The warnings stack level of the first frame outside the emulator (the caller of run)."""
+    f, level = sys._getframe(1), 1
+    while f is not None and (f.f_code.co_filename.startswith(_PKG_DIR)
+                             or f.f_code.co_filename.startswith(_GEN_PREFIX)):
+        f, level = f.f_back, level + 1
+    return level
+
+
+class Checker:
+    def __init__(self, kinds: frozenset, strict: bool, locate, kernel_name: str):
+        self.uninit = "uninit" in kinds
+        self.races = "races" in kinds
+        self.strict = strict
+        self.locate = locate               # frame -> (where text, source line text, loop values)
+        self.kernel = kernel_name
+        self.dirty: dict = {}              # id(array) -> (BufRef, array): may still hold poison
+        self.findings: list[Finding] = []
+        self._seen: set = set()
+        self.x = None                      # the Exec (block index)
+        self.roles = None                  # RoleTracker of the current block, or None
+
+    # ------------------------------------------------------------------ reporting
+    def _where(self, depth: int = 2):
+        f = sys._getframe(depth)
+        while f is not None and not f.f_code.co_filename.startswith(_GEN_PREFIX):
+            f = f.f_back
+        return self.locate(f) if f is not None else ("", "", "")
+
+    def report(self, kind: str, key, buffer: str, element, message: str, lines=(), who=()) -> None:
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        block = tuple(int(v) for v in self.x.block) if self.x is not None else (0, 0, 0)
+        f = Finding(kind, buffer, tuple(int(v) for v in element), message, block, list(lines), list(who))
+        self.findings.append(f)
+        if self.strict:
+            raise (UninitialisedRead(f) if kind == "uninit" else Race(f))
+        warnings.warn(message, UninitialisedReadWarning if kind == "uninit" else RaceWarning,
+                      stacklevel=_user_stacklevel())
+
+    # ------------------------------------------------------------------ uninitialised reads
+    def track(self, ref, arr) -> None:
+        if _pattern_of(arr.dtype) is not None:
+            self.dirty[id(arr)] = (ref, arr)
+
+    def _still_dirty(self, arr):
+        base = arr if arr.base is None else arr.base
+        ent = self.dirty.get(id(base))
+        if ent is None or ent[1] is not base:
+            return None
+        pat = _pattern_of(base.dtype)
+        if not np.any(_poisoned(base, pat)):
+            del self.dirty[id(base)]
+            return None
+        return ent, pat
+
+    def load(self, ref, arr, v, mask, ixf):
+        """An element / vector load from an on-chip buffer (``ixf()``: ('ix', index tuple) or
+        ('sl', slices, post) for the report)."""
+        st = self._still_dirty(arr)
+        if st is None:
+            return v
+        _, pat = st
+        bad = _poisoned(v, pat)
+        if mask is not None:
+            m = np.asarray(mask, dtype=bool)
+            shape = np.broadcast_shapes(bad.shape, m.shape)
+            bad = np.broadcast_to(bad, shape) & np.broadcast_to(m, shape)
+        if not np.any(bad):
+            return v
+        pos = tuple(np.argwhere(bad)[0]) if bad.ndim else ()
+        kind, *rest = ixf()
+        if kind == "ix":
+            ix = rest[0]
+            elem = [int(np.broadcast_to(np.asarray(i), bad.shape)[pos]) if np.ndim(i) else int(i) for i in ix]
+        else:
+            from .runtime import _slices_to_index_arrays
+            sl, post = rest
+            raw = _slices_to_index_arrays(sl)
+            full = np.broadcast_shapes(*[np.shape(i) for i in raw])
+            elem = [int(np.broadcast_to(post(np.broadcast_to(i, full)), bad.shape)[pos]) for i in raw]
+        self._uninit(ref, elem, "read")
+        return v
+
+    def region(self, ref, arr, win, what: str, sub=None) -> None:
+        """A tile operator reads ``arr[win]`` (``sub``: only that part of the window, reshaped)."""
+        st = self._still_dirty(arr)
+        if st is None:
+            return
+        _, pat = st
+        vals = arr[win]
+        if sub is not None:
+            shape, inner = sub
+            bad = _poisoned(vals.reshape(shape)[inner], pat)
+            if not np.any(bad):
+                return
+            # map back: positions in the reshaped window -> window positions
+            idx = np.arange(vals.size).reshape(shape)[inner][tuple(np.argwhere(bad)[0])]
+            pos = np.unravel_index(int(idx), vals.shape)
+        else:
+            bad = _poisoned(vals, pat)
+            if not np.any(bad):
+                return
+            pos = tuple(np.argwhere(bad)[0])
+        elem = [int(s.start or 0) + int(p) for s, p in zip(win, pos)]
+        self._uninit(ref, elem, f"read by {what}")
+
+    def _uninit(self, ref, elem, how: str) -> None:
+        if ref.per_thread:
+            thread, elem = elem[0], elem[1:]
+            whose = f" (thread {thread}'s copy)"
+        else:
+            whose = ""
+        where, src, loops = self._where(3)
+        label = ref.label()
+        hint = ("a missing T.clear / T.fill, or a copy that does not cover it?" if ref.scope != "local.var"
+                else "a T.alloc_var without init= read before its first store?")
+        msg = (f"uninitialised read: {label} element {_fmt_elem(elem)}{whose} is {how} before anything wrote "
+               f"it, at {where}" + (f": {src}" if src else "") + (f" ({loops})" if loops else "")
+               + f" [kernel {self.kernel}, block {tuple(int(v) for v in self.x.block)}] -- {hint}")
+        self.report("uninit", ("uninit", ref.name, where), ref.name, elem, msg, [f"{where}: {src}"])
+
+    # ------------------------------------------------------------------ races in one step
+    def same_step(self, ref, arr, ixs, v, shape, positions, tids) -> None:
+        """Lanes of one store: ``ixs`` (flattened element indices per dim), ``v`` (values),
+        ``positions`` (flat lane positions in the broadcast ``shape``). Reports two lanes writing
+        one element with different values."""
+        if ref.scope not in ("shared", "shared.dyn", "local.fragment") or v.size < 2:
+            return
+        lin = np.ravel_multi_index(tuple(np.asarray(i, dtype=np.int64) for i in ixs), arr.shape)
+        order = np.argsort(lin, kind="stable")
+        ls, vs = lin[order], v[order]
+        same = ls[1:] == ls[:-1]
+        if not np.any(same):
+            return
+        a, b = vs[1:], vs[:-1]
+        differ = a != b
+        if D.is_float(vs.dtype):
+            differ &= ~(np.isnan(a.astype(np.float32)) & np.isnan(b.astype(np.float32)))
+        hit = same & differ
+        if not np.any(hit):
+            return
+        k = int(np.argmax(hit))
+        la, lb = int(order[k]), int(order[k + 1])
+        elem = np.unravel_index(int(ls[k]), arr.shape)
+        if ref.per_thread:
+            return
+        where, src, loops = self._where(3)
+        who = [self._lane(positions[la], shape, tids), self._lane(positions[lb], shape, tids)]
+        nwriters = int(np.count_nonzero(ls == ls[k]))
+        msg = (f"race: {ref.label()} element {_fmt_elem(elem)} is written in one step by {nwriters} lanes with "
+               f"different values, without an atomic -- {who[0]} writes {vs[k]!r} and {who[1]} writes "
+               f"{vs[k + 1]!r}, both at {where}" + (f": {src}" if src else "")
+               + f" [kernel {self.kernel}, block {tuple(int(v) for v in self.x.block)}]; the GPU keeps any one "
+               "of them (use T.atomic_add / a reduction, or let one thread write)")
+        self.report("race", ("step", ref.name, where), ref.name, elem, msg, [f"{where}: {src}"] * 2, who)
+
+    @staticmethod
+    def _lane(flat, shape, tids) -> str:
+        pos = np.unravel_index(int(flat), shape) if shape else ()
+        parts = []
+        nt = tids.size if tids is not None else 1
+        it = pos[1:]
+        if shape and shape[0] > 1 and tids is not None:
+            parts.append(f"thread {int(tids[pos[0]])}")
+        if it:
+            k = int(np.ravel_multi_index(it, shape[1:]))
+            parts.append(f"T.Parallel iteration {tuple(int(v) for v in it)}")
+            if not (shape and shape[0] > 1) and tids is not None:
+                parts.insert(0, f"thread {int(tids[k % nt])}")
+        return " / ".join(parts) if parts else "a lane"
+
+
+# ----------------------------------------------------------------------------------------------
+# races between roles: vector clocks
+# ----------------------------------------------------------------------------------------------
+class RoleTracker:
+    """Happens-before between the warp-specialised roles of one block (see the module docstring).
+
+    Roles are keyed by the scheduler's Role objects. ``clock[r]`` is a dict role-key -> int. An
+    access record is (role key, clock value of that role at the access, box, is_write, where)."""
+
+    MAX_RECORDS = 64
+
+    def __init__(self, checker: Checker):
+        self.checker = checker
+        self.clock: dict = {}
+        self.names: dict = {}
+        self.records: dict = {}           # buffer name -> list of records
+        self.mbar: dict = {}              # (id(barrier), phase) -> published clock
+        self.named: dict = {}             # (barrier id, generation) -> joined clock
+
+    def _key(self, role):
+        return id(role)
+
+    def clock_of(self, role) -> dict:
+        k = self._key(role)
+        c = self.clock.get(k)
+        if c is None:
+            parent = getattr(role, "parent", None)
+            c = dict(self.clock_of(parent)) if parent is not None else {}
+            c[k] = c.get(k, 0) + 1
+            self.clock[k] = c
+            self.names[k] = role.label() if hasattr(role, "label") else str(role)
+        return c
+
+    def tick(self, role) -> None:
+        c = self.clock_of(role)
+        k = self._key(role)
+        c[k] = c.get(k, 0) + 1
+
+    @staticmethod
+    def _join(into: dict, other: dict) -> None:
+        for k, v in other.items():
+            if into.get(k, 0) < v:
+                into[k] = v
+
+    def arrive(self, role, bar) -> None:
+        """``role`` arrives on mbarrier ``bar`` in its current phase."""
+        key = (id(bar), bar.phase)
+        pub = self.mbar.setdefault(key, {})
+        self._join(pub, self.clock_of(role))
+        self.tick(role)
+
+    def waited(self, role, bar, parity) -> None:
+        """``role`` passed a wait for the last completed phase of parity ``parity``."""
+        ph = bar.phase - 1
+        while ph >= 0 and (ph & 1) != (int(parity) & 1):
+            ph -= 1
+        if ph < 0:
+            return
+        pub = self.mbar.get((id(bar), ph))
+        if pub:
+            self._join(self.clock_of(role), pub)
+
+    def sync_join(self, roles) -> None:
+        """Every role in ``roles`` passed one named barrier generation together."""
+        joined: dict = {}
+        for r in roles:
+            self._join(joined, self.clock_of(r))
+        for r in roles:
+            self._join(self.clock_of(r), joined)
+            self.tick(r)
+
+    def finished(self, role) -> None:
+        """A sub-role ended: its parent resumes after it (the parent waits for its sub-roles)."""
+        parent = role.parent
+        if parent is not None:
+            self._join(self.clock_of(parent), self.clock_of(role))
+
+    def access(self, role, ref, box, write: bool, where: str) -> None:
+        if role is None or getattr(role, "parent", None) is None:
+            return                       # the whole block outside warp-specialised branches
+        k = self._key(role)
+        c = self.clock_of(role)
+        recs = self.records.setdefault(ref.name, [])
+        for (rk, rc, rbox, rw, rwhere) in recs:
+            if rk == k or not (rw or write):
+                continue
+            if c.get(rk, 0) >= rc:       # that access happened before this one
+                continue
+            if not _overlap(rbox, box):
+                continue
+            elem = tuple(max(a[0], b[0]) for a, b in zip(rbox, box))
+            kinds = ("writes" if rw else "reads", "writes" if write else "reads")
+            msg = (f"race: {ref.label()} element {_fmt_elem(elem)}: {self.names.get(rk, '?')} {kinds[0]} it at "
+                   f"{rwhere} and {self.names[k]} {kinds[1]} it at {where} with no mbarrier wait or "
+                   f"barrier ordering them [kernel {self.checker.kernel}, block "
+                   f"{tuple(int(v) for v in self.checker.x.block)}]")
+            self.checker.report("race", ("roles", ref.name, rwhere, where), ref.name, elem, msg,
+                                [rwhere, where], [self.names.get(rk, "?"), self.names[k]])
+            break
+        recs.append((k, c.get(k, 0), box, write, where))
+        if len(recs) > self.MAX_RECORDS:
+            del recs[: len(recs) - self.MAX_RECORDS]
+
+
+def _overlap(a, b) -> bool:
+    return all(x0 < y1 and y0 < x1 for (x0, x1), (y0, y1) in zip(a, b))
+
+
+# ----------------------------------------------------------------------------------------------
+# limits
+# ----------------------------------------------------------------------------------------------
+class LimitExceeded(EmulationError):
+    """The kernel cannot launch on the target: too much shared memory or too many threads."""
+
+
+MAX_THREADS_PER_BLOCK = 1024
+
+
+def shared_bytes(func) -> list:
+    """Per T.Kernel: (threads, bytes of the shared buffers it allocates, [(name, bytes)])."""
+    from tvm import tirx as tir
+    from .analysis import walk
+    from . import encoding as E
+
+    out = []
+
+    def kernel_info(body):
+        threads = [None]
+        bufs = []
+
+        def fn(n):
+            if isinstance(n, tir.SBlock):
+                t = E.block_threads(n)
+                if t is not None and threads[0] is None:
+                    threads[0] = t
+                for b in n.alloc_buffers:
+                    if b.scope() in ("shared", "shared.dyn"):
+                        try:
+                            elems = int(np.prod([int(s) for s in b.shape]))
+                        except TypeError:
+                            continue
+                        bits = tvm_bits(b.dtype)
+                        bufs.append((b.name, elems * bits // 8))
+        walk(body, fn)
+        return threads[0], bufs
+
+    def rec(n):
+        if isinstance(n, tir.For) and int(n.kind) == int(tir.ForKind.THREAD_BINDING) \
+                and n.thread_binding is not None and n.thread_binding.thread_tag.startswith("blockIdx"):
+            t, bufs = kernel_info(n)
+            out.append((t, sum(b for _, b in bufs), bufs))
+            return
+        from .analysis import children
+        for c in children(n):
+            rec(c)
+    rec(func.body)
+    return out
+
+
+def tvm_bits(dtype) -> int:
+    import tvm
+    dt = tvm.DataType(str(dtype))
+    return int(dt.bits) * int(dt.lanes)
+
+
+def check_limits(func, name: str, arch: str | None) -> None:
+    """Raise LimitExceeded (one line) when a kernel of ``func`` cannot launch on ``arch``."""
+    try:
+        from tilelang_tutorial import runtime as R
+        arch = arch or R.current_arch()
+        info = R.ARCHS.get(arch)
+    except Exception:  # noqa: BLE001 (no runtime: check threads only)
+        info = None
+    for k, (threads, total, bufs) in enumerate(shared_bytes(func)):
+        nk = f" (T.Kernel #{k + 1})" if k else ""
+        if threads is not None:
+            n = int(np.prod(threads))
+            if n > MAX_THREADS_PER_BLOCK:
+                raise LimitExceeded(f"{name}{nk}: threads={n} per block exceeds the CUDA limit of "
+                                    f"{MAX_THREADS_PER_BLOCK} threads per block (every NVIDIA GPU); the launch "
+                                    "would fail")
+        if info is not None and total > info.smem_per_block:
+            top = ", ".join(f"{b} {s // 1024} KiB" for b, s in sorted(bufs, key=lambda t: -t[1])[:3])
+            raise LimitExceeded(f"{name}{nk}: its shared memory buffers need {total} bytes ({total / 1024:.0f} KiB: "
+                                f"{top}) per block, more than the {info.smem_per_block} bytes "
+                                f"({info.smem_per_block / 1024:.0f} KiB) one block may use on {arch} "
+                                f"({info.label}); use smaller tiles or fewer pipeline stages")
