@@ -2,7 +2,7 @@
 
     from tilelang_tutorial.lessons.rmsnorm.dispatch import fused_rmsnorm_silu
     y = fused_rmsnorm_silu(x, gamma, eps=1e-5, out=None)     # x: (..., C) channels-last
-    y = fused_rmsnorm_silu(x, gamma, program=my_factory)     # the TileLang path builds my_factory's kernel
+    drop_in = fused_rmsnorm_silu_from(my_factory)            # the same, the TileLang path building my_factory
 
 Routing is by channel width C = x.shape[-1]:
 
@@ -71,17 +71,26 @@ def which_path(C: int) -> str:
     return resolve(C).name
 
 
-def fused_rmsnorm_silu(x, gamma, eps: float = DEFAULT_EPS, out=None, *, program=None):
-    """y = silu(rms_norm(x) * gamma) over the last dim, through the path registered for C.
-
-    ``program``: the kernel factory the TileLang path builds (``program(C, dtype, config)``, as
-    :func:`.kernel.rmsnorm_silu_program`; default: the package's). The fast paths of
-    ``FAST_PATHS`` are other kernels and ignore it.
-    """
+def fused_rmsnorm_silu(x, gamma, eps: float = DEFAULT_EPS, out=None):
+    """y = silu(rms_norm(x) * gamma) over the last dim, through the path registered for C."""
     shape = getattr(x, "shape", None)
     if shape is None or len(shape) == 0:
         raise TypeError(f"fused_rmsnorm_silu: x must be a tensor with a channel dimension, got {type(x).__name__}")
-    path = resolve(shape[-1])
-    if path is TILELANG_PATH and program is not None:
-        return _tilelang.rmsnorm_silu(x, gamma, eps=eps, out=out, program=program)
-    return path.fn(x, gamma, eps=eps, out=out)
+    return resolve(shape[-1]).fn(x, gamma, eps=eps, out=out)
+
+
+def fused_rmsnorm_silu_from(program):
+    """:func:`fused_rmsnorm_silu` whose TileLang path builds ``program`` (a kernel factory with the
+    signature of :func:`.kernel.rmsnorm_silu_program`, e.g. the one notebook 05's kernel cell
+    defines); the fast paths of ``FAST_PATHS`` are other kernels and stay as they are. Returns
+    ``fused(x, gamma, eps=1e-5, out=None)``."""
+    tilelang_op = _tilelang.rmsnorm_silu_from(program)
+
+    def fused(x, gamma, eps: float = DEFAULT_EPS, out=None):
+        shape = getattr(x, "shape", None)
+        if shape is None or len(shape) == 0:
+            raise TypeError(f"fused_rmsnorm_silu: x must be a tensor with a channel dimension, got {type(x).__name__}")
+        path = resolve(shape[-1])
+        return (tilelang_op if path is TILELANG_PATH else path.fn)(x, gamma, eps=eps, out=out)
+
+    return fused
