@@ -36,7 +36,7 @@ from .hand_scheduled import REGS_PER_CTA_THREAD_SLOT, check_inputs, hand_schedul
 BLOCK_N = PAGE_SIZE     # one page per step: each KV block is one rectangular TMA load
 THREADS = 384           # two consumer warpgroups + a producer
 #: registers per thread after ``setmaxnreg`` (at most REGS_PER_CTA_THREAD_SLOT = 504 in all)
-REGS_CONSUMER, REGS_PRODUCER = 232, 40
+REGS_CONSUMER, REGS_SEESAW_PRODUCER = 232, 40   # (ws.py has its own REGS_PRODUCER)
 
 
 def mla_decode_seesaw_program(h_q: int, dtype: str = "float16", *, split: bool = False,
@@ -47,7 +47,7 @@ def mla_decode_seesaw_program(h_q: int, dtype: str = "float16", *, split: bool =
     import tilelang.language as T
 
     scale = check_inputs(h_q, dtype, softmax_scale)
-    assert 2 * REGS_CONSUMER + REGS_PRODUCER <= REGS_PER_CTA_THREAD_SLOT
+    assert 2 * REGS_CONSUMER + REGS_SEESAW_PRODUCER <= REGS_PER_CTA_THREAD_SLOT
     accum = "float32"
     dv, dpe, half = DIM_NOPE, DIM_PE, DIM_NOPE // 2
     valid_h = min(BLOCK_H, h_q)
@@ -205,7 +205,7 @@ def mla_decode_seesaw_program(h_q: int, dtype: str = "float16", *, split: bool =
                          q_full, full_l, full_r, empty_l, empty_r, p_full, stats,
                          n_steps, blk_begin, seqlen, is_empty, bx, h0, sp, lse, o_partial, Output)
             else:
-                T.set_max_nreg(REGS_PRODUCER, 0)
+                T.set_max_nreg(REGS_SEESAW_PRODUCER, 0)
                 load_q(Q, Q_pe, Q_l, Q_r, Q_pe_s, q_full, bx, h0)
                 for jp in T.serial(T.ceildiv(n_steps, 2)):
                     for t in T.unroll(2):
