@@ -57,3 +57,44 @@ def test_nvcc_from_pypi_compiles_with_the_system_toolkit_hidden(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     nvcc, cuda_home, compiled = out.stdout.strip().splitlines()[-3:]
     assert "nvidia" in nvcc and nvcc.startswith(cuda_home) and compiled == "True", out.stdout
+
+
+def test_tutorial_prints_its_whole_help_and_names_an_unknown_command():
+    import subprocess
+
+    script = ROOT / "tutorial"
+    header = [l for l in script.read_text().splitlines()[1:40]]
+    header = header[:next(i for i, l in enumerate(header) if not l.startswith("#"))]
+    help_ok = subprocess.run([str(script)], capture_output=True, text=True, timeout=60)
+    assert help_ok.returncode == 0
+    assert help_ok.stdout.strip().splitlines()[-1] == header[-1].lstrip("# ").strip(), "the help stops short"
+    for command in ("lab", "test", "browser", "setup", "bench", "doctor"):
+        assert f"./tutorial {command}" in help_ok.stdout
+    bad = subprocess.run([str(script), "nonsense"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2
+    assert bad.stderr.splitlines()[0] == "unknown command: nonsense" and help_ok.stdout.strip() in bad.stderr
+
+
+def test_readme_names_doctor_beside_the_two_commands():
+    readme = (ROOT / "README.md").read_text()
+    first_block = re.findall(r"```(?:bash|sh)?\n(.*?)```", readme, re.S)[0]
+    after = readme[readme.index(first_block) + len(first_block):][:600]
+    assert "./tutorial doctor" in first_block or "./tutorial doctor" in after
+
+
+def test_the_editable_install_prints_no_setuptools_warning(tmp_path):
+    """setuptools warns "Editable installation ..." for its import-hook editable mode; the
+    package-dir mapping in pyproject.toml gives it the plain .pth mode, which does not."""
+    import subprocess
+    import sys
+    import venv
+
+    venv.EnvBuilder(with_pip=True).create(tmp_path / "env")
+    py = str(tmp_path / "env" / "bin" / "python")
+    out = subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", "-e", str(ROOT)], capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    noise = [l for l in (out.stdout + out.stderr).splitlines() if "Warning" in l or "Editable install" in l]
+    assert not noise, noise
+    pth = "".join(p.read_text() for p in (tmp_path / "env").rglob("__editable__*.pth"))
+    assert str(ROOT) in pth

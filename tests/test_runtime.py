@@ -269,3 +269,19 @@ def test_mode_and_run_cost_well_under_a_microsecond_above_the_call(fake_gpu):
     # measured here (2 shared cores): mode() ~0.5 us, run() ~0.7 us above the call; the bound leaves
     # room for a loaded machine but fails the old uncached mode (6.5 us on the H200's host)
     assert costs["runtime.mode"] < 3.0 and costs["runtime.run"] - costs["bare"] < 3.0, costs
+
+
+def test_triton_is_told_the_fp_fusion_default_so_it_does_not_warn():
+    """Triton 3.9 warns at the first compile of every process where TRITON_DEFAULT_FP_FUSION is
+    unset; importing the package settles it (fusion on, as the Triton peers were measured)."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("triton")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_DEFAULT_FP_FUSION"}
+    code = ("import tilelang_tutorial, triton.knobs as knobs; "
+            "print(knobs.language.fp_fusion_enabled(None))")
+    out = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", code], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "True", out.stderr[-1500:]

@@ -41,6 +41,11 @@ from typing import Any
 for _name in ("tilelang.jit", "tilelang.contrib", "tilelang.cache"):
     logging.getLogger(_name).setLevel(logging.WARNING)
 
+# Triton 3.9 warns on every first compile that TRITON_DEFAULT_FP_FUSION is unset (its default,
+# fusion on, turns off in 3.10). The tutorial's Triton peers were measured with fusion on: say so
+# once here, for every kernel the package compiles (a reader's own setting wins).
+os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+
 ARCH_ENV = "TILELANG_TUTORIAL_ARCH"
 EMULATE_ENV = "TILELANG_TUTORIAL_EMULATE"
 DEFAULT_COMPILE_ONLY_ARCH = "sm_90a"
@@ -510,10 +515,41 @@ def compile_kernel(
         notice.daemon = True
         notice.start()
     try:
-        return tilelang.compile(program, out_idx=out_idx, target=target(arch), pass_configs=configs or None)
+        kernel = tilelang.compile(program, out_idx=out_idx, target=target(arch), pass_configs=configs or None)
     finally:
         if notice is not None:
             notice.cancel()
+    m = mode()
+    if m.name == "gpu" and m.arch == arch and arch in ARCHS:
+        # About to launch on this GPU: a kernel that needs more shared memory than a block may have
+        # would fail at its first launch with a CUDA error; say it in one line here instead.
+        need, limit = dynamic_shared_memory(kernel), ARCHS[arch].smem_per_block
+        if need is not None and need > limit:
+            raise ArchError(f"this kernel needs {need // 1024} KiB of shared memory per block and a {m.device_name} "
+                            f"({arch}) offers {limit // 1024} KiB: choose a smaller tile or fewer stages, or compile for "
+                            f"another target (tt.set_arch) to run it in the emulator")
+    return kernel
+
+
+def dynamic_shared_memory(kernel) -> int | None:
+    """Bytes of dynamic shared memory the kernel's largest device function is launched with,
+    read from the host code TileLang generated (the last launch argument of the ``tvm_ffi``
+    backend's calls); ``None`` where that code has another shape."""
+    import re
+
+    try:
+        host = kernel.get_host_source()
+    except Exception:
+        return None
+    sizes = []
+    for call in re.finditer(r"TVMFFIFunctionCall\((\w+)_packed, \(TVMFFIAny\*\) \w+, (\d+),", host):
+        if call.group(1).startswith("__tvm"):
+            continue
+        last = int(call.group(2)) - 1
+        found = re.findall(rf"\[{last}\]\.v_int64\) = \(\(int64_t\)(\d+)\)", host[:call.start()])
+        if found:
+            sizes.append(int(found[-1]))
+    return max(sizes) if sizes else None
 
 
 #: seconds a compile may take before :func:`compile_kernel` prints a line saying it is compiling

@@ -24,11 +24,12 @@ import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-#: Architectures the portable lesson kernels are compiled for in the compile matrix: Ampere, Ada,
-#: Hopper, Blackwell datacenter (B200) and Blackwell consumer (RTX 50xx, compiled as the plain
-#: sm_120 so the same cubin would serve every (12, x) part: runtime.ARCHS gives it the pass config
-#: it needs).
-PORTABLE = ("sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120")
+#: Architectures the portable lesson kernels are compiled for in the compile matrix: Volta (V100)
+#: and Turing (T4, the free GPU of Colab and Kaggle), Ampere, Ada, Hopper, Blackwell datacenter
+#: (B200) and Blackwell consumer (RTX 50xx, compiled as the plain sm_120 so the same cubin would
+#: serve every (12, x) part: runtime.ARCHS gives it the pass config it needs). Where the installed
+#: nvcc cannot target one (CUDA 13 and sm_70), the runtime refuses it in one line before compiling.
+PORTABLE = ("sm_70", "sm_75", "sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120")
 HOPPER = ("sm_90a",)
 #: Where the 152 KiB-of-shared-memory kernels (MLA) fit: A100, H100/H200, B200.
 LARGE_SMEM = ("sm_80", "sm_90a", "sm_100a")
