@@ -64,7 +64,7 @@ def test_a_bug_in_the_kernel_cell_reaches_every_later_check(lesson, bug, tmp_pat
 
     nb, index, end = inject(bug)
     nb["cells"] = nb["cells"][:end]
-    notebook = nbformat.from_dict(nb)
+    notebook = nbformat.reads(json.dumps(nb), as_version=4)   # joins list-of-lines sources, as nbformat.read does
     NotebookClient(notebook, timeout=1200, kernel_name="python3", allow_errors=True,
                    resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
     passed, reported = [], []

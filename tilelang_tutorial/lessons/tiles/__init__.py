@@ -49,15 +49,45 @@ def exercise_cases():
         Exercise("01 row max", ex.check_row_max, row_max.row_max_program, starter=lambda N, dtype: None,
                  wrong_answers=(
                      WrongAnswer("a row sum", lambda N, dtype: row_sum_program(N, dtype=dtype), "T.reduce_max"),
-                     WrongAnswer("zero-filled columns win the max", wrong.row_max_unmasked, "-inf"),
+                     WrongAnswer("zero-filled columns of the last tile win the max", wrong.row_max_unmasked,
+                                 "last, partial tile"),
+                     WrongAnswer("the running max starts at 0", wrong.row_max_starts_at_zero, "start value is 0"),
+                     WrongAnswer("the tiles' maxima added up", wrong.row_max_adds_tile_maxima, "were added"),
+                     WrongAnswer("the last tile's max replaces the running max", wrong.row_max_keeps_last_tile,
+                                 "replaced the running max"),
+                     WrongAnswer("the running max never set", wrong.row_max_never_started, "read before it was set"),
                  )),
         Exercise("01 transpose", ex.check_transpose, transpose.transpose_program, starter=todo,
                  wrong_answers=(
-                     WrongAnswer("scattered stores", wrong.transpose_scattered, "one element at a time"),
+                     WrongAnswer("shared tile read down its columns into a fragment", wrong.transpose_scattered,
+                                 "hands each thread elements of one column"),
+                     WrongAnswer("element by element, no tile", wrong.transpose_direct, "not loaded with 16-byte vectors"),
                      WrongAnswer("swapped tiles", wrong.transpose_swapped_blocks, "never written"),
+                     WrongAnswer("tiles moved but not transposed", wrong.transpose_tiles_not_transposed,
+                                 "not transposed inside"),
                  )),
     ]
 
 
+def flow_bugs():
+    """Bugs a reader could type into this notebook's kernel cells (``tests/test_reader_flow.py``).
+    The scale-copy kernels' checks, figure and inspector come before section 7 (the row sum, a
+    separate kernel whose own check passes), so their bugs are followed up to there."""
+    from .. import FlowBug
+
+    row_sum_section = "## 7. A row reduction"
+    return [
+        FlowBug(NOTEBOOK, "scale_copy_program", "y_frag[i, j] = x_shared[i, j] * alpha",
+                "y_frag[i, j] = x_shared[i, j]", what="scale dropped", until=row_sum_section),
+        FlowBug(NOTEBOOK, "scale_copy_program", "T.copy(X[by * block_M, bx * block_N], x_shared)",
+                "T.copy(X[bx * block_M, by * block_N], x_shared)", what="block indices swapped",
+                until=row_sum_section),
+        FlowBug(NOTEBOOK, "scale_copy_eager", "y_frag[i, j] = x_shared[i, j] * alpha",
+                "y_frag[i, j] = x_shared[i, j] * alpha * 2", what="eager: scale doubled", until=row_sum_section),
+        FlowBug(NOTEBOOK, "row_sum_program", "total[i] += part[i]", "total[i] = part[i]",
+                what="row sum keeps only the last tile"),
+    ]
+
+
 # the modules a notebook reaches through the lesson (lesson.exercises.check_..., ...)
-from . import row_sum, scale_copy, exercises  # noqa: E402,F401
+from . import bench, exercises, row_sum, scale_copy  # noqa: E402,F401

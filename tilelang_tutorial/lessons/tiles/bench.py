@@ -75,3 +75,109 @@ def run(quick: bool = False) -> results.Run:
             print(f"row_sum    {M}x{N} {dtype}: {rec['value']:.0f} GB/s ({rec['ratio_to_ceiling']:.2f} of copy), "
                   f"torch {rec['reference']['value']:.0f} GB/s; {cmp}", flush=True)
     return results.Run(out, prov)
+
+
+# ------------------------------------------------------------------------------------------------
+# The notebook's figures: the reader's program, measured now on a GPU, or the record measured on
+# exactly that program (same fingerprint) otherwise -- never a record of a program that differs.
+# ------------------------------------------------------------------------------------------------
+
+def _inputs(kernel: str, M: int, N: int, dtype: str, device: str):
+    import torch
+
+    x = checks.random_tensor((M, N), getattr(torch, dtype), device)
+    if kernel == "scale_copy":
+        y = checks.poisoned((M, N), x.dtype, device)
+        return (x, y, 0.5), y, scale_copy_mod.scale_copy_reference(x, 0.5), 2 * x.numel() * x.element_size()
+    s = checks.poisoned((M,), torch.float32, device)
+    return (x, s), s, row_sum_mod.row_sum_reference(x), x.numel() * x.element_size() + M * 4
+
+
+def _torch_call(kernel: str, args):
+    import torch
+
+    if kernel == "scale_copy":
+        x, y, alpha = args
+        return lambda: torch.mul(x, alpha, out=y), "torch.mul(x, alpha)"
+    x = args[0]
+    return lambda: x.sum(dim=1, dtype=torch.float32), "torch x.sum(1, dtype=float32)"
+
+
+def matching_record(program, kernel: str, M: int, N: int, dtype: str = "float16"):
+    """The current ``tile`` record of ``kernel`` at (M, N) whose fingerprint is that of
+    ``program`` (the reader's build), or None: a record of any other program says nothing about it."""
+    from ... import report
+
+    op = {"scale_copy": scale_copy_mod.scale_copy, "row_sum": row_sum_mod.row_sum}[kernel]
+    for rec in report.records("tile", where={"kernel": kernel, "dtype": dtype, "shape.M": M, "shape.N": N}):
+        if rec["fingerprint"] == results.fingerprint([program, op] if rec.get("call") else [program]):
+            return rec
+    return None
+
+
+def figure(program, kernel: str, *, M: int = 8192, N: int = 8192, dtype: str = "float16") -> str:
+    """One sentence with the effective bandwidth of ``program`` (built for ``N``) at M x N:
+    measured now on a GPU (after a correctness check), else the matching record, else why not."""
+    from ... import runtime
+
+    if runtime.mode().can_run:
+        import torch
+
+        compiled = runtime.compile_kernel(program)
+        args, out, ref, nbytes = _inputs(kernel, M, N, dtype, "cuda")
+        compiled(*args)
+        torch.cuda.synchronize()
+        cmp = checks.compare(out, ref, tolerance=checks.TOLERANCE[dtype] if kernel == "scale_copy" else 1e-5)
+        if not cmp.ok:
+            return f"✘ {kernel} {M} x {N}: not timed, the output is wrong ({cmp})"
+        t = timing.measure(lambda: compiled(*args))
+        torch_fn, torch_name = _torch_call(kernel, args)
+        ref_t = timing.measure(torch_fn)
+        copy = timing.measure_copy_gbps()
+        gbps, ref_gbps = nbytes / (t.ms * 1e-3) / 1e9, nbytes / (ref_t.ms * 1e-3) / 1e9
+        return (f"{kernel} {M} x {N} {dtype}, measured now on {runtime.mode().device_name}: {t.ms * 1e3:.1f} us, "
+                f"{gbps:.0f} GB/s = {gbps / copy:.2f} of this GPU's copy bandwidth ({copy:.0f} GB/s); "
+                f"{torch_name}: {ref_gbps:.0f} GB/s")
+    rec = matching_record(program, kernel, M, N, dtype)
+    if rec is None:
+        return (f"○ {kernel} {M} x {N} {dtype}: no figure recorded for a program identical to yours (an edit, "
+                f"or a kernel not measured yet); on a GPU this cell measures it")
+    return (f"{kernel} {M} x {N} {dtype}, recorded for a program identical to yours: {rec['latency_ms'] * 1e3:.1f} us, "
+            f"{rec['value']:.0f} GB/s = {rec['ratio_to_ceiling']:.2f} of the copy bandwidth "
+            f"({rec['ceiling']['value']:.0f} GB/s); {rec['reference']['name']}: {rec['reference']['value']:.0f} GB/s "
+            f"[{rec.label()}]")
+
+
+def latency(program, kernel: str, *, M: int, N: int, dtype: str = "float16"):
+    """A latency panel for the inspector: measured now on a GPU, else the matching record."""
+    from ... import report, runtime
+
+    def measure():
+        import torch
+
+        compiled = runtime.compile_kernel(program)
+        args, _, _, nbytes = _inputs(kernel, M, N, dtype, "cuda")
+        torch_fn, torch_name = _torch_call(kernel, args)
+        return report.LatencyReport.measured(kernel_ms=timing.measure(lambda: compiled(*args)).ms,
+                                             reference=(torch_name, timing.measure(torch_fn).ms))
+
+    if runtime.mode().can_run:
+        return measure()
+    rec = matching_record(program, kernel, M, N, dtype)
+    if rec is None:
+        return report.LatencyReport.unavailable(
+            f"no latency recorded for a program identical to this one at {M} x {N} (measure it on a GPU)")
+    return report.LatencyReport.from_record(rec)
+
+
+def copy_bandwidth() -> tuple[float, str]:
+    """(GB/s, where it comes from): measured now on a GPU, else the ceiling stored with the current
+    ``tile`` records (a device-to-device copy measured on the recording GPU)."""
+    from ... import report, runtime
+
+    if runtime.mode().can_run:
+        return timing.measure_copy_gbps(), f"measured now on {runtime.mode().device_name}"
+    recs = report.records("tile")
+    if not recs:
+        raise LookupError(report.status("tile"))
+    return recs[0]["ceiling"]["value"], f"recorded on {recs[0].provenance.get('gpu', 'the recording GPU')}"

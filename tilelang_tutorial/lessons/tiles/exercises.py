@@ -6,9 +6,13 @@
        X:   T.Tensor((M, N), dtype)     # M = T.dynamic("M")
        Out: T.Tensor((M,), "float32")   # Out[i] = max_j X[i, j]
 
-   then ``check_row_max(factory)``. Careful with the last column tile when N is not a multiple of
-   your block: out-of-bounds elements are read as 0, which is *not* neutral for a max of negative
-   numbers. The checker uses rows that are entirely negative to catch exactly that.
+   then ``check_row_max(factory)``. The checker runs it with N = 1000 (a ragged last tile for
+   every power-of-two block) on rows of which every third is entirely negative, so neither a start
+   value of 0 nor the zero-filled columns of the last tile can pass. When values are wrong it
+   names the symptom it measured: all-negative rows reported as exactly 0 (then it also runs
+   N = 1024, where no tile is partial, to tell a start value of 0 from an unmasked last tile),
+   results above the true max (tiles' maxima added), below it (a tile's max replaced the running
+   max), or NaN written (the running max read before it was set).
 
 2. **Tiled transpose.** Write ``factory(M, N, dtype)`` returning a ``T.prim_func`` with::
 
@@ -17,18 +21,20 @@
 
    then ``check_transpose(factory)``. The checker reads the generated CUDA: A must be *loaded*
    with 16-byte vectors and B *stored* with 16-byte vectors (or, on Hopper, by a TMA store from
-   shared memory) -- a transpose that moves one element at a time is a quarter of the speed.
-   Hint: a tile is read along rows of A and written along rows of B; the one place where a
-   "column" access is cheap is on chip (registers -> shared memory).
+   shared memory); then it runs the kernel on a non-square 256 x 384 matrix.
+
+Either factory may also be an eager ``@tilelang.jit`` function (``T.const`` sizes): the checker
+builds its program for the checked sizes through :mod:`tilelang_tutorial.eager`.
 
 Solutions: ``solutions/row_max.py`` and ``solutions/transpose.py`` in this lesson's folder.
 """
 import re
 
-from ... import checks, runtime
+from ... import checks, eager, runtime
 from ...exercise_kit import ExerciseResult, call_factory, compile_or_fail, kernel_source, param_specs, run_and_compare
 
 DEFAULT_N = 1000  # not a multiple of any power-of-two block
+EXACT_N = 1024    # a multiple of every power-of-two block up to 1024: no partial tile
 TRANSPOSE_SHAPE = (256, 384)  # not square: swapped block indices go wrong
 
 
@@ -36,13 +42,92 @@ def row_max_reference(x):
     return x.float().amax(dim=1)
 
 
+def row_max_input(M: int, N: int, dtype: str, device: str):
+    """Fresh random rows, every third one entirely negative (its max is below -0.5)."""
+    import torch
+
+    x = checks.random_tensor((M, N), getattr(torch, dtype), device)
+    x[::3] = -x[::3].abs() - 0.5
+    return x
+
+
 def check_row_max(factory, *, N: int = DEFAULT_N, M: int = 777, dtype: str = "float16",
                   arch: str | None = None, verbose: bool = True) -> ExerciseResult:
     """Check a reader's ``factory(N, dtype)`` for ``Out[i] = max_j X[i, j]``; prints and returns the result."""
+    if eager.is_eager(factory):
+        factory = eager.factory(factory, ("N", "dtype"), M=M)
     res = _check_row_max(factory, N, M, dtype, arch or runtime.current_arch())
     if verbose:
         print(res)
     return res
+
+
+def _run_row_max(kernel, M, N, dtype):
+    """Out of ``kernel`` on fresh :func:`row_max_input` rows, and the reference."""
+    import torch
+
+    dev = runtime.mode().device
+    x = row_max_input(M, N, dtype, dev)
+    out = checks.poisoned((M,), torch.float32, dev)
+    runtime.run(kernel, x, out)
+    return out, row_max_reference(x)
+
+
+def _row_max_symptom(got, ref, factory, M, dtype, arch) -> str | None:
+    """What the wrong values look like, and the mistake that gives that look."""
+    import torch
+
+    got, ref = got.float().cpu(), ref.float().cpu()
+    nan = int(torch.isnan(got).sum())
+    if nan:
+        return (f"the kernel wrote NaN in {nan} of {got.numel()} rows: the running max was read before it was set "
+                f"(start it with T.fill(best, -T.infinity(\"float32\")) before the loop)")
+    negative = ref < 0
+    tol = 1e-6 * ref.abs().clamp(min=1)
+    above = int(((got > ref + tol) & ~negative).sum())
+    below = int(((got < ref - tol) & ~negative).sum())
+    if above:
+        return (f"Out is larger than the true row max in {above} of {int((~negative).sum())} rows whose max is positive: "
+                f"the tiles' maxima were added (+=) instead of combined with T.max(best[i], part[i])")
+    if below:
+        return (f"Out is smaller than the true row max in {below} rows whose max is positive: some columns never "
+                f"counted -- each tile's max replaced the running max (best[i] = part[i]) instead of "
+                f"best[i] = T.max(best[i], part[i]), or the loop stops before the last tile")
+    zero = int(((got == 0) & negative).sum())
+    if zero and zero == int((got != ref).sum()):
+        # every wrong row is an all-negative row reported as exactly 0: a start value of 0, or the
+        # zero-filled columns of a partial last tile. At N = 1024 there is no partial tile.
+        exact = _exact_n_result(factory, M, dtype, arch)
+        if exact == "right":
+            return (f"the {zero} rows whose true max is negative came out as exactly 0 at N = {DEFAULT_N}, but every row "
+                    f"is right at N = {EXACT_N}, where no tile is partial: the last, partial tile's out-of-bounds "
+                    f"columns were read as 0 and won the max. Mask them as you load: "
+                    f"T.if_then_else(k * block_N + j < N, value, -T.infinity(\"float32\"))")
+        if exact == "zero":
+            return (f"the {zero} rows whose true max is negative came out as exactly 0, also at N = {EXACT_N} where no "
+                    f"tile is partial: the running max's start value is 0. Start below every value: "
+                    f"T.fill(best, -T.infinity(\"float32\"))")
+        return (f"the {zero} rows whose true max is negative came out as exactly 0: either the running max "
+                f"starts at 0 or the last tile's out-of-bounds columns (read as 0) are not masked")
+    wrong = (got != ref).nonzero().flatten()[:5].tolist()
+    return f"first wrong rows: {wrong} (got {[round(float(got[i]), 4) for i in wrong]}, want {[round(float(ref[i]), 4) for i in wrong]})"
+
+
+def _exact_n_result(factory, M, dtype, arch) -> str:
+    """"right", "zero" (all-negative rows exactly 0 again) or "other", for the factory at N = 1024."""
+    from ...exercise_kit import quiet_tilelang
+
+    try:
+        with quiet_tilelang():
+            kernel = runtime.compile_kernel(factory(EXACT_N, dtype), arch=arch)
+            got, ref = _run_row_max(kernel, M, EXACT_N, dtype)
+    except Exception:
+        return "other"
+    got, ref = got.float().cpu(), ref.float().cpu()
+    if checks.compare(got, ref, tolerance=1e-6).ok:
+        return "right"
+    wrong = got != ref
+    return "zero" if bool(((got == 0) & (ref < 0))[wrong].all()) else "other"
 
 
 def _check_row_max(factory, N, M, dtype, arch) -> ExerciseResult:
@@ -59,8 +144,8 @@ def _check_row_max(factory, N, M, dtype, arch) -> ExerciseResult:
         return res.failed(f"X must be a (M, {N}) {dtype} tensor; got shape {xs} dtype {xd}")
     if os_ is None or len(os_) != 1 or od != "float32":
         return res.failed(f"Out must be a 1-D float32 tensor of length M; got shape {os_} dtype {od}")
-    if isinstance(xs[0], int):
-        res.hint("M is a compile-time constant; T.dynamic('M') would let one build serve any M")
+    if isinstance(xs[0], int) and xs[0] != M:
+        return res.failed(f"X has {xs[0]} rows fixed at compile time; the checker runs {M} rows: use M = T.dynamic('M')")
     res.passed(f"signature: X {xs} {xd}, Out {os_} {od}")
     kernel = compile_or_fail(res, program, arch)
     if kernel is None:
@@ -73,18 +158,15 @@ def _check_row_max(factory, N, M, dtype, arch) -> ExerciseResult:
     import torch
 
     dev = runtime.mode().device
-    x = checks.random_tensor((M, N), getattr(torch, dtype), dev)
-    x[::3] = -x[::3].abs() - 0.5  # every third row entirely negative: zero padding would win the max
+    x = row_max_input(M, N, dtype, dev)
     out = checks.poisoned((M,), torch.float32, dev)
-    ref = row_max_reference(x)
-
-    def negative_rows(got):
-        neg = checks.compare(got[::3], ref[::3], tolerance=1e-6)
-        return ("the all-negative rows are wrong: out-of-bounds columns read as 0 won the max "
-                "(mask them with -inf)") if not neg.ok else None
-
-    return run_and_compare(res, kernel, (x, out), ref, tolerance=1e-6, what="torch.amax (all-negative rows, ragged last tile)",
-                           hint_unwritten="check that the grid covers every row", extra_check=negative_rows)
+    return run_and_compare(res, kernel, (x, out), row_max_reference(x), tolerance=1e-6,
+                           what=f"torch.amax on {M} x {N} (every third row all negative, ragged last tile)",
+                           hint_unwritten="NaN is still there: either no block wrote those rows (does the grid have "
+                                          "T.ceildiv(M, block_M) blocks?) or a NaN reached them from the running max, "
+                                          "read before it was set (the emulator starts on-chip buffers as NaN): "
+                                          "T.fill(best, -T.infinity(\"float32\")) before the loop",
+                           extra_check=lambda got: _row_max_symptom(got, row_max_reference(x), factory, M, dtype, arch))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -109,10 +191,44 @@ def _vector_accesses(src: str, name: str) -> tuple[bool, bool]:
 def check_transpose(factory, *, shape=TRANSPOSE_SHAPE, dtype: str = "float16", arch: str | None = None,
                     verbose: bool = True) -> ExerciseResult:
     """Check a reader's ``factory(M, N, dtype)`` for ``B = A^T``; prints and returns the result."""
+    if eager.is_eager(factory):
+        factory = eager.factory(factory, ("M", "N", "dtype"))
     res = _check_transpose(factory, tuple(shape), dtype, arch or runtime.current_arch())
     if verbose:
         print(res)
     return res
+
+
+#: Why a fragment filled by reading shared memory down its columns is stored one element at a time
+#: (read off the generated CUDA of ``wrong_answers.transpose_scattered``).
+SCATTERED_WHY = (
+    "A fragment's layout follows the loop that fills it: a T.Parallel loop that reads a shared tile "
+    "down its columns (b[i, j] = a_shared[j, i]) hands each thread elements of one column, so the T.copy "
+    "of that fragment to B stores 2 bytes per thread per instruction (and those shared-memory reads are a "
+    "whole row apart: bank conflicts). Let T.copy(A[...], fragment) fill the fragment (each thread gets a "
+    "run of a row), write it transposed into a T.alloc_shared tile, then T.copy the shared tile to B")
+
+
+def _transpose_symptom(got, a) -> str:
+    """What the wrong B looks like: tiles in place but not transposed inside, or which rows differ."""
+    got, want = got.float().cpu(), a.t().float().cpu()
+    M, N = a.shape
+    for block in (128, 64, 32, 16):
+        if M % block or N % block:
+            continue
+        # B's tile (r, c) holding A's tile (c, r) as it is, not transposed
+        tiles = a.float().cpu().reshape(M // block, block, N // block, block).permute(2, 1, 0, 3)
+        if _equal(got, tiles.reshape(N, M)):
+            return (f"every {block} x {block} tile of B is in the right place but not transposed inside: "
+                    f"write the tile transposed on chip (b_tile[j, i] = a_tile[i, j])")
+    rows = (got != want).any(dim=1).nonzero().flatten()
+    return f"B != A.T in {len(rows)} of {N} rows of B (first: {rows[:4].tolist()})"
+
+
+def _equal(x, y) -> bool:
+    import torch
+
+    return bool(torch.equal(x, y))
 
 
 def _check_transpose(factory, shape, dtype, arch) -> ExerciseResult:
@@ -148,10 +264,8 @@ def _check_transpose(factory, shape, dtype, arch) -> ExerciseResult:
         elif b_tma:
             res.passed(f"{names[1]} is stored by a TMA store from shared memory (Hopper: whole tile, no per-thread stores)")
         else:
-            return res.failed(
-                f"{names[1]} is written one element at a time (no 16-byte stores, no TMA store): each thread's run of "
-                f"A became a strided column of B. Do the transpose on chip: write the tile transposed into a "
-                f"T.alloc_shared buffer, then T.copy that shared tile to B so the store is along rows of B")
+            return res.failed(f"{names[1]} is written one element at a time (no 16-byte stores, no TMA store). "
+                              + SCATTERED_WHY)
     import torch
 
     dev = runtime.mode().device
@@ -159,5 +273,5 @@ def _check_transpose(factory, shape, dtype, arch) -> ExerciseResult:
     b = checks.poisoned((N, M), getattr(torch, dtype), dev)
     return run_and_compare(res, kernel, (a, b), a.t().float(), tolerance=0.0, what=f"A.T on a {M}x{N} matrix",
                            hint_unwritten="check which block index walks which dimension (A's tile (by, bx) goes to "
-                                          "B's tile (bx, by))",
-                           extra_check=lambda got: "B != A.T")
+                                          "B's tile (bx, by)), and that the grid covers every tile",
+                           extra_check=lambda got: _transpose_symptom(got, a))

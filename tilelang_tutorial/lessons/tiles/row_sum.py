@@ -1,9 +1,12 @@
 """Notebook 01's second kernel: a row reduction, ``s[i] = sum_j x[i, j]`` in fp32.
 
+``T.clear`` zeroes the running total (a fragment starts with whatever its registers held);
 ``T.reduce_sum`` over a fragment is where the compiler's inferred thread mapping matters: each
 thread first sums the elements of the row it owns in registers, then the threads that share a
 row combine their partial sums with warp shuffles (``tl::AllReduce`` in the generated CUDA).
-The loop over column tiles accumulates into a second fragment, so any N works.
+The loop over column tiles (``T.serial``: one tile after another) accumulates into a second
+fragment, so any N works. It is not ``T.Pipelined``: pipelining overlaps a copy into shared memory
+with work on the previous tile, and this kernel copies straight into registers (same CUDA either way).
 
 Sixteen rows per block, not 64: a reduction produces little per block, so the grid must have
 enough blocks to keep every SM's loads in flight (4096 rows / 64 = 64 blocks left half of an
@@ -27,14 +30,14 @@ def row_sum_program(N: int, block_M: int = 16, block_N: int = 256, threads: int 
     @T.prim_func
     def row_sum(X: T.Tensor((M, N), dtype), S: T.Tensor((M,), "float32")):
         with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
-            x_frag = T.alloc_fragment((block_M, block_N), "float32")
-            part = T.alloc_fragment((block_M,), "float32")
-            total = T.alloc_fragment((block_M,), "float32")
-            T.clear(total)
-            for k in T.Pipelined(T.ceildiv(N, block_N), num_stages=2):
+            x_frag = T.alloc_fragment((block_M, block_N), "float32")  # one tile, cast to fp32
+            part = T.alloc_fragment((block_M,), "float32")            # this tile's row sums
+            total = T.alloc_fragment((block_M,), "float32")           # running row sums
+            T.clear(total)                                            # fragments start undefined
+            for k in T.serial(T.ceildiv(N, block_N)):                 # column tiles, one by one
                 # Out-of-bounds columns of the last tile are read as 0, which a sum ignores.
                 T.copy(X[bx * block_M, k * block_N], x_frag)
-                T.reduce_sum(x_frag, part, dim=1)
+                T.reduce_sum(x_frag, part, dim=1)                     # threads cooperate per row
                 for i in T.Parallel(block_M):
                     total[i] += part[i]
             T.copy(total, S[bx * block_M])

@@ -9,10 +9,14 @@ It is the smallest program that shows TileLang's three ideas:
 
 The staging through shared memory is not needed for speed here; it is there because seeing the
 same tile go global -> shared -> registers -> global is the mental model every later kernel uses.
+
+:func:`scale_copy_eager` is the same kernel in TileLang's eager mode (``@tilelang.jit`` with
+``T.const`` sizes); :mod:`tilelang_tutorial.eager` builds, compiles and runs it without a GPU.
 """
 
 import functools
 
+import tilelang
 import tilelang.language as T
 
 from ... import checks, runtime
@@ -41,6 +45,22 @@ def scale_copy_program(N: int, block_M: int = 64, block_N: int = 128, threads: i
             T.copy(y_frag, Y[by * block_M, bx * block_N])
 
     return scale_copy
+
+
+@tilelang.jit
+def scale_copy_eager(X, Y, alpha: T.float32, block_M: int = 64, block_N: int = 128, threads: int = 128,
+                     dtype: str = "float16"):
+    # Sizes are read off the tensors at the call: one compiled kernel per (M, N).
+    M, N = T.const("M, N")
+    X: T.Tensor[[M, N], dtype]
+    Y: T.Tensor[[M, N], dtype]
+    with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+        x_shared = T.alloc_shared((block_M, block_N), dtype)
+        y_frag = T.alloc_fragment((block_M, block_N), dtype)
+        T.copy(X[by * block_M, bx * block_N], x_shared)
+        for i, j in T.Parallel(block_M, block_N):
+            y_frag[i, j] = x_shared[i, j] * alpha
+        T.copy(y_frag, Y[by * block_M, bx * block_N])
 
 
 @functools.lru_cache(maxsize=None)

@@ -52,3 +52,100 @@ def test_row_sum_matches_torch(dtype, M, N):
 def test_gpu_rejects_cpu_tensors():
     with pytest.raises(ValueError, match="must be on a cuda device"):
         scale_copy.scale_copy(torch.randn(8, 64), 2.0)
+
+
+# ------------------------------------------------------------------------------------------------
+# Eager mode: the same kernel as the factory, through tilelang_tutorial.eager
+# ------------------------------------------------------------------------------------------------
+
+needs_nvcc = pytest.mark.skipif(runtime.nvcc_path() is None, reason="needs nvcc")
+
+
+def test_eager_program_takes_its_sizes_from_the_tensors_or_by_name():
+    from tilelang_tutorial import eager
+
+    x = torch.zeros(77, 384, dtype=torch.float16)
+    from_tensors = eager.program(scale_copy.scale_copy_eager, x, x, 0.5)
+    by_name = eager.program(scale_copy.scale_copy_eager, M=64, N=256)
+    shape = lambda p: [int(s) for s in p.buffer_map[p.params[0]].shape]   # noqa: E731
+    assert shape(from_tensors) == [77, 384] and shape(by_name) == [64, 256]
+
+
+def test_eager_adapter_names_a_factory_passed_by_mistake():
+    from tilelang_tutorial import eager
+
+    with pytest.raises(TypeError, match="expected a @tilelang.jit function"):
+        eager.program(scale_copy.scale_copy_program, M=64, N=256)
+
+
+@needs_nvcc
+def test_eager_kernel_compiles_for_sm_90a_with_16_byte_accesses():
+    from tilelang_tutorial import eager
+    from tilelang_tutorial.inspector import KernelInspector
+
+    kernel = eager.compile(scale_copy.scale_copy_eager, M=1000, N=4096, arch="sm_90a")
+    assert kernel.target.attrs["arch"] == "sm_90a"
+    src = kernel.get_kernel_source()
+    assert "*(uint4*)(X +" in src and "*(uint4*)(Y +" in src
+    assert "registers/thread" in KernelInspector(kernel).summary()     # the inspector takes it too
+
+
+@pytest.mark.skipif(HAS_GPU, reason="the emulated mode")
+def test_eager_kernel_runs_in_the_emulator_and_equals_the_factory():
+    from tilelang_tutorial import eager
+
+    x = checks.random_tensor((77, 384), torch.float16, "cpu")
+    y_factory = checks.poisoned((77, 384), torch.float16, "cpu")
+    y_eager = checks.poisoned((77, 384), torch.float16, "cpu")
+    scale_copy.scale_copy(x, -1.5, out=y_factory)
+    eager.run(scale_copy.scale_copy_eager, x, y_eager, -1.5)
+    assert torch.equal(y_eager, y_factory)
+    checks.assert_close(y_eager, scale_copy.scale_copy_reference(x, -1.5), tolerance=checks.TOLERANCE["float16"])
+
+
+@pytest.mark.gpu
+def test_eager_call_on_the_gpu_equals_the_factory():
+    x = checks.random_tensor((1000, 4096), torch.float16, "cuda")
+    y_factory = checks.poisoned((1000, 4096), torch.float16, "cuda")
+    y_eager = checks.poisoned((1000, 4096), torch.float16, "cuda")
+    scale_copy.scale_copy(x, 0.5, out=y_factory)
+    scale_copy.scale_copy_eager(x, y_eager, 0.5)          # the plain eager call: compiles and runs
+    torch.cuda.synchronize()
+    assert torch.equal(y_eager, y_factory)
+
+
+def test_checkers_accept_an_eager_solution():
+    from tilelang_tutorial.lessons.tiles import exercises
+    from tilelang_tutorial.lessons.tiles.solutions import row_max
+
+    res = exercises.check_row_max(row_max.row_max_eager, verbose=False)
+    assert res.ok and res.numerics_checked, str(res)
+
+
+# ------------------------------------------------------------------------------------------------
+# Exercise hints come from the measured symptom
+# ------------------------------------------------------------------------------------------------
+
+def test_a_start_value_of_zero_is_not_blamed_on_the_mask():
+    from tilelang_tutorial.lessons.tiles import exercises, wrong_answers
+
+    text = str(exercises.check_row_max(wrong_answers.row_max_starts_at_zero, verbose=False))
+    assert "start value is 0" in text and "out-of-bounds" not in text and "Mask" not in text, text
+
+
+def test_an_unmasked_last_tile_is_not_blamed_on_the_start_value():
+    from tilelang_tutorial.lessons.tiles import exercises, wrong_answers
+
+    text = str(exercises.check_row_max(wrong_answers.row_max_unmasked, verbose=False))
+    assert "last, partial tile" in text and "start value" not in text, text
+
+
+@needs_nvcc
+def test_a_fragment_read_down_shared_columns_is_stored_one_element_at_a_time():
+    """What the transpose checker's explanation says, read off the generated CUDA."""
+    from tilelang_tutorial.lessons.tiles import exercises, wrong_answers
+
+    src = runtime.compile_kernel(wrong_answers.transpose_scattered(256, 384), arch="sm_90a").get_kernel_source()
+    assert exercises._vector_accesses(src, "A") == (True, False)      # A: 16-byte loads
+    assert exercises._vector_accesses(src, "B") == (False, False)     # B: no 16-byte stores
+    assert "tma_store" not in src and "half_t b_tile[32];" in src     # a register array, stored element-wise
