@@ -47,7 +47,7 @@ def row_reads(shape: Sequence[int], elem_bytes: int = 2, bytes_per_thread: int =
         phases.append(np.array(coords, dtype=np.int64))
     per_row = len(phases) // rows if len(phases) % rows == 0 else 0
     if per_row == 1 and rows % 8 == 0:
-        grid, row_label, col_label = (rows // 8, 8), "8-row block", "row within the block (one phase each)"
+        grid, row_label, col_label = (rows // 8, 8), "8-row block", "row within the block (one request each)"
     elif per_row:
         grid, row_label, col_label = (rows, per_row), "row", "128-byte segment of the row"
     else:

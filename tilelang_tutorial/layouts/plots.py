@@ -196,10 +196,44 @@ def plot_bank_conflicts(layouts, patterns: Sequence[AccessPattern], elem_bytes: 
                 for (i, j), v in np.ndenumerate(deg):
                     ax.text(j, i, str(int(v)), ha="center", va="center", fontsize=8,
                             color="white" if v > vmax / 2 else "black")
-            ax.set_title(f"{info.name} / {pattern.name}: worst {int(deg.max())}-way", fontsize=10)
+            ax.set_title(f"{info.name}\n{pattern.name}: worst {int(deg.max())}-way", fontsize=10)
             ax.set_xlabel(pattern.col_label)
             ax.set_ylabel(pattern.row_label)
+            from matplotlib.ticker import MaxNLocator
+
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             fig.colorbar(im, ax=ax, label="passes per request (1 = conflict-free)", fraction=0.046, pad=0.02)
+    fig.tight_layout()
+    return fig
+
+
+def plot_request_banks(reads: dict, request: int = 0, elem_bytes: int | None = None):
+    """One warp request under several layouts: the bank each thread's element sits in.
+
+    ``reads`` maps a label to a :class:`~.reads.SharedRead` (or any object with ``layout`` and
+    ``pattern``); every panel shows request ``request`` of its pattern, one dot per element read,
+    x = the element's position in the request (the thread, for one element per thread), y = its
+    bank. Dots stacked in one bank at different words are the conflict. Returns the figure.
+    """
+    from .banks import _offset_fn, phase_conflict
+
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(reads), figsize=(4.2 * len(reads), 3.4), sharey=True, squeeze=False)
+    for ax, (label, read) in zip(axes[0], reads.items()):
+        size = elem_bytes or read.layout.elem_bytes
+        coords = read.pattern.phases[request]
+        byte = np.asarray(_offset_fn(read.layout)(coords[:, 0], coords[:, 1]), dtype=np.int64) * size
+        banks = byte // BANK_BYTES % NUM_BANKS
+        ax.scatter(np.arange(len(banks)), banks, s=18, color="tab:red")
+        distinct = len(np.unique(banks))
+        ax.set_title(f"{label}: {phase_conflict(byte)}-way\n{distinct} different bank{'s' if distinct > 1 else ''}", fontsize=10)
+        ax.set_xlabel("thread of the warp (one element each)")
+        ax.set_ylim(-1, NUM_BANKS)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("bank of the element it reads")
+    fig.suptitle(f"one warp request ({reads[next(iter(reads))].pattern.name}, request {request}): "
+                 "elements in one bank are served one pass each", fontsize=10)
     fig.tight_layout()
     return fig
 
