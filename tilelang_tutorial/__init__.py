@@ -42,11 +42,11 @@ _logging.getLogger("tilelang.cache.kernel_cache").setLevel(_logging.ERROR)
 
 from .runtime import (  # noqa: E402
     ACCEPTED_ARCHS, arch_override, compile_kernel, current_arch, describe_mode, force_emulation,
-    gpu_available, mode, require_gpu, run, set_arch, target,
+    gpu_available, mode, require_gpu, run, set_arch, target, use_arch_among,
 )
 
 __all__ = [
     "REQUIRED_TILELANG", "TileLangVersionError", "ACCEPTED_ARCHS", "arch_override",
     "compile_kernel", "current_arch", "describe_mode", "force_emulation", "gpu_available", "mode",
-    "require_gpu", "run", "set_arch", "target",
+    "require_gpu", "run", "set_arch", "target", "use_arch_among",
 ]
