@@ -68,7 +68,7 @@ SEED_CONFIG = GemmConfig(block_M=128, block_N=128, block_K=64, num_stages=3, thr
 
 #: The tuned configuration for Hopper (H100/H200), chosen by the GPU sweep in
 #: ``results/gemm_sweep.json`` (``python -m tilelang_tutorial bench gemm_sweep``; notebook
-#: 02 prints its table): the configuration whose worst ratio to torch ``relu(a @ b)`` over
+#: 02b prints its table): the configuration whose worst ratio to torch ``relu(a @ b)`` over
 #: M=N=K=4096 and 8192 was highest. A 128x256 tile halves how often A is re-read (A is read
 #: N / block_N times) compared with 128x128; 256 threads = two consumer warpgroups, so each holds
 #: a 64x256 fp32 accumulator (128 registers/thread) instead of one warpgroup holding 128x256 (256

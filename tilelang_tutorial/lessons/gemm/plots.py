@@ -109,3 +109,22 @@ def time_on_gpu(factory, config, *, size: int = 4096, dtype: str = "float16") ->
         return f"✘ {config.name}: wrong at {size}^3 ({verdict}); not timed"
     ms = timing.median_ms(lambda: kernel(a, b, c))
     return f"{config.name}: {2 * size ** 3 / ms / 1e9:4.0f} TFLOP/s ({ms * 1e3:.0f} us), checked first"
+
+
+def recorded_figure(factory, *, dtype: str = "float16", sizes=(2048, 4096, 8192)):
+    """Notebook 02's one picture: the recorded seed and tuned kernels against torch ``relu(a @ b)``
+    and cuBLAS ``a @ b`` on the squares, the 4096³ figures in words, and whether ``factory`` (the
+    reader's kernel cell) builds the programs measured. Returns the figure."""
+    from ... import report
+
+    squares = {"dtype": dtype, "shape.K": list(sizes)}
+    figure = report.plot("gemm", x="shape.M", by="config.variant", where=squares,
+                         series={"torch relu(a @ b)": "reference.value", "cuBLAS a @ b": "ceiling.value"},
+                         logx=True, xlabel="M = N = K", ylabel="TFLOP/s",
+                         title=f"ReLU(A @ B), {dtype}, H200: the tuned kernel reaches cuBLAS, the seed does not")
+    for record in report.records("gemm", where={"dtype": dtype, "shape.K": 4096, "shape.M": 4096}):
+        print(f"4096^3 {record['config']['variant']:<5}: {record['value']:.0f} TFLOP/s, "
+              f"{record['ratio_to_ceiling']:.2f} of cuBLAS ({record['ceiling']['value']:.0f}), "
+              f"{record['ratio_to_reference']:.2f}x torch ({record['reference']['value']:.0f})")
+    print(whose_figures(factory, report.records("gemm", where=squares)))
+    return figure

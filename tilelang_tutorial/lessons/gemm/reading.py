@@ -6,20 +6,24 @@ from __future__ import annotations
 import re
 
 
-def excerpt(source: str, start: str, stop: str, keep: str | None = None, width: int = 150) -> int:
-    """Print the numbered lines of ``source`` from the first line matching the regular expression
+def excerpt_lines(source: str, start: str, stop: str, keep: str | None = None, width: int = 150) -> list:
+    """The numbered lines of ``source`` from the first line matching the regular expression
     ``start`` to the next one matching ``stop`` (only those matching ``keep``, if given, and the two
-    ends); return how many lines were printed."""
+    ends), as printed by :func:`excerpt`."""
     lines = source.splitlines()
     first = next(i for i, line in enumerate(lines) if re.search(start, line))
     last = next(i for i in range(first, len(lines)) if re.search(stop, lines[i]))
-    printed = 0
+    shown = []
     for i in range(first, last + 1):
         if keep is None or i in (first, last) or re.search(keep, lines[i]):
             text = lines[i].rstrip()
-            print(f"{i + 1:4d}  {text[:width]}{' ...' if len(text) > width else ''}")
-            printed += 1
-    return printed
+            shown.append(f"{i + 1:4d}  {text[:width]}{' ...' if len(text) > width else ''}")
+    return shown
+
+
+def excerpt(source: str, start: str, stop: str, keep: str | None = None, width: int = 150) -> None:
+    """Print :func:`excerpt_lines`: a numbered excerpt of generated code."""
+    print("\n".join(excerpt_lines(source, start, stop, keep, width)))
 
 
 def _found(pattern: str, cuda: str) -> str | None:

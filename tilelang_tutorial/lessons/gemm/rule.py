@@ -34,7 +34,7 @@ from .configs import SEED_CONFIG, TUNED_CONFIGS, GemmConfig
 #: the model predicted 18 us -- so until a sweep validates it shape by shape, ``gemm_relu`` keeps
 #: the configurations measured on the squares (the tuned tile, at or above torch there; the seed
 #: where rows are unaligned or shared memory is small). The model, its measured rates and the
-#: split-K path stay here, tested, for that sweep (notebook 02, section 8).
+#: split-K path stay here, tested, for that sweep (notebook 02b, section 9).
 MODEL_ENABLED = False
 
 RATES_SUITE = "gemm_rates"

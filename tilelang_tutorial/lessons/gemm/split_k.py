@@ -5,7 +5,7 @@ One tile of C per block leaves most SMs idle when M x N holds fewer tiles than t
 ``split`` blocks, each summing one slice of K into an fp32 partial; a second kernel adds the
 partials, applies the ReLU and casts. The partials cost ``2 x split x M x N x 4`` bytes of extra
 traffic, small exactly when M x N is small -- which is when the split is worth it.
-``rule.choose`` decides when (``notebooks/02_gemm_relu.ipynb`` shows the rule).
+``rule.choose`` decides when (``notebooks/02b_gemm_in_depth.ipynb`` shows the rule).
 """
 # No `from __future__ import annotations`: T.prim_func evaluates the kernel's annotations.
 import functools

@@ -281,22 +281,43 @@ def _compile_gpu_kernels_in_parallel():
     yield
 
 
-@requires_gpu
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("variant", ["seed", "tuned"])
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_gemm_relu_matches_reference(shape, dtype, variant):
+def _assert_the_op_contract(shape, dtype, variant, device):
+    """The op's contract for an explicit configuration: the tuned configuration on a shape whose N or
+    K is not a multiple of 8 is refused with one line naming the problem, before anything compiles;
+    every other (shape, configuration) runs and matches the fp32 reference, every element written."""
     M, N, K = shape
     tdt = getattr(torch, dtype)
-    a = checks.random_tensor((M, K), tdt, "cuda")
-    b = checks.random_tensor((K, N), tdt, "cuda")
-    out = checks.poisoned((M, N), tdt, "cuda")
+    a = checks.random_tensor((M, K), tdt, device)
+    b = checks.random_tensor((K, N), tdt, device)
+    out = checks.poisoned((M, N), tdt, device)
     cfg = gr.SEED_CONFIG if variant == "seed" else gr.tuned_config(dtype)
+    if variant == "tuned" and (N % 8 or K % 8):
+        with pytest.raises(ValueError, match="not a multiple of 8") as refused:
+            gr.gemm_relu(a, b, cfg, out=out)
+        assert "\n" not in str(refused.value) and f"N={N}, K={K}" in str(refused.value), str(refused.value)
+        assert rule.choose(M, N, K, dtype).config == gr.SEED_CONFIG   # what config=None takes instead
+        return
     c = gr.gemm_relu(a, b, cfg, out=out)
     assert c is out and c.dtype == tdt
     checks.assert_close(c, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dtype],
                         what=f"gemm_relu {shape} {dtype} {cfg.name}")
     assert (c >= 0).all()
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("variant", ["seed", "tuned"])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_gemm_relu_matches_reference(shape, dtype, variant):
+    _assert_the_op_contract(shape, dtype, variant, "cuda")
+
+
+@pytest.mark.parametrize("variant", ["seed", "tuned"])
+def test_the_op_contract_on_an_unaligned_shape_anywhere(variant):
+    """The GPU test's logic where this machine runs kernels (the emulator on CPU tensors without a
+    GPU): 129 x 1001 x 999, N and K not multiples of 8 -- the tuned configuration refused in one
+    line, the seed configuration run and checked."""
+    _assert_the_op_contract((129, 1001, 999), "float16", variant, runtime.mode().device)
 
 
 @requires_gpu
@@ -539,3 +560,77 @@ def test_tmem_program_is_refused_off_sm100():
     for arch in ("sm_120a", "sm_120", "sm_90a"):
         with quiet_tilelang(), pytest.raises(Exception, match="must be a fragment"):
             tilelang.lower(gemm_relu_tmem_program(256, 256, 256), target=runtime.target(arch))
+
+
+# ------------------------------------------------------------------------------------------------
+# Notebook 02's reading of the generated code, and the reader's kernel reaching the op
+# ------------------------------------------------------------------------------------------------
+from tilelang_tutorial.lessons.gemm import plots, reading  # noqa: E402
+
+#: the excerpt notebook 02 prints (section 4): the two warpgroups' K loops
+NOTEBOOK_02_EXCERPT = dict(start=r"threadIdx.x\) < 128", stop=r"\]\.arrive\(\)",
+                           keep=r"reg_(de)?alloc|for \(int (ko|i = 0; i < 2)|\.wait\(|expect_transaction\(|tma_load\(|else \{|wgmma_ss<")
+
+
+def test_notebook_02_excerpt_is_at_most_15_lines_and_shows_what_its_prose_reads():
+    src = _source("sm_90a")
+    lines = reading.excerpt_lines(src, **NOTEBOOK_02_EXCERPT)
+    assert len(lines) <= 15, lines
+    text = "\n".join(lines)
+    for piece in ("warpgroup_reg_dealloc<24>", "warpgroup_reg_alloc<240>", "expect_transaction(16384)", "tma_load(A_desc",
+                  "tma_load(B_desc", "for (int i = 0; i < 2", "} else {", "64, 128, 16", "].arrive()"):
+        assert piece in text, (piece, text)
+
+
+def test_the_architecture_table_reads_cp_async_wait_from_the_code():
+    ampere = _source("sm_80")
+    row = reading.generated_features(ampere)
+    waits = sorted(set(re.findall(r"cp_async_wait<\d+>", ampere)))
+    assert waits and row["pipeline synchronisation"] == ", ".join(waits), row
+    assert row["tensor-core instruction"] == "mma_sync m16n8k16" and row["threads launched"] == "128", row
+    hopper = reading.generated_features(_source("sm_90a"))
+    assert hopper["pipeline synchronisation"] == "mbarrier wait / arrive" and hopper["threads launched"] == "256", hopper
+
+
+def _no_relu_program(M, N, K, block_M=128, block_N=128, block_K=64, num_stages=3, threads=128, policy="Square",
+                     swizzle_panel=4, swizzle_order="column", in_dtype="float16", accum_dtype="float32",
+                     dynamic_m=False, store_via_shared=False):
+    import tilelang.language as T
+
+    m = T.dynamic("m") if dynamic_m else M
+
+    @T.prim_func
+    def gemm_relu_kernel(A: T.Tensor((m, K), in_dtype), B: T.Tensor((K, N), in_dtype), C: T.Tensor((m, N), in_dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(m, block_M), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), in_dtype)
+            B_shared = T.alloc_shared((block_K, block_N), in_dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            T.clear(C_local)
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, ko * block_K], A_shared)
+                T.copy(B[ko * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return gemm_relu_kernel
+
+
+def test_the_op_builds_the_factory_it_is_given():
+    """Notebook 02 passes its kernel cell to the op (program=): a reader's bug must reach the output."""
+    device = runtime.mode().device
+    a = checks.random_tensor((40, 72), torch.float16, device)
+    b = checks.random_tensor((72, 48), torch.float16, device)
+    ref = gr.gemm_relu_reference(a, b)
+    assert checks.compare(gr.gemm_relu(a, b, program=gr.gemm_relu_program), ref, tolerance=2e-3).ok
+    buggy = gr.gemm_relu(a, b, program=_no_relu_program)
+    assert (buggy < 0).any() and not checks.compare(buggy, ref, tolerance=2e-3).ok
+
+
+def test_the_recorded_figure_says_whether_the_readers_cell_was_measured():
+    from tilelang_tutorial import report
+
+    records = report.records("gemm", where={"dtype": "float16", "shape.K": [2048, 4096, 8192]})
+    assert records, "no current gemm records"
+    assert all(plots.builds_the_measured_program(gr.gemm_relu_program, r) for r in records)
+    assert not any(plots.builds_the_measured_program(_no_relu_program, r) for r in records)
+    assert "package's copy, not of your edit" in plots.whose_figures(_no_relu_program, records)
