@@ -187,6 +187,7 @@ class CodeGen:
         self.role_names: list = []
         self.entry_params: list = []
         self.serial_par = 0             # > 0 inside a T.Parallel nest TileLang runs serially per thread
+        self.deferred: dict = {}        # Var -> value of a Bind that uses a variable bound later
 
     # ------------------------------------------------------------------ emission utilities
     def emit(self, line: str) -> None:
@@ -203,7 +204,14 @@ class CodeGen:
 
     @contextlib.contextmanager
     def site(self, stmt, op: str | None = None, text: str | None = None):
-        s = Site(text or stmt_text(stmt), span_of(stmt), op, list(self.loops), self.kernel_index)
+        span = span_of(stmt)
+        if (span is None or _in_library(span[0])) and self.site_stack:
+            # a statement TileLang's own macros built (T.reduce_* on shared, T.cumsum, ...): the
+            # user's line is the enclosing statement's
+            parent = self.sites[self.site_stack[-1]].span
+            if parent is not None or span is None:
+                span = parent
+        s = Site(text or stmt_text(stmt), span, op, list(self.loops), self.kernel_index)
         self.sites.append(s)
         self.site_stack.append(len(self.sites) - 1)
         try:
@@ -411,6 +419,10 @@ class CodeGen:
             return Ex(self.const(e.value, str(e.dtype)), frozenset(), D.canonical(e.dtype))
         if isinstance(e, tir.Var):
             vi = self.vmap.get(e)
+            if vi is None and e in self.deferred:
+                # a Bind placed before the loop that binds one of its variables (T.Persistent's
+                # tile indices): TileLang inlines the value at each use, and so does the emulator
+                return self.expr(self.deferred[e])
             if vi is None:
                 raise EmulationError(f"variable `{e.name}` is used but never bound (internal: no binding seen)")
             return Ex(vi.name, vi.axes, vi.dtype)
@@ -696,17 +708,26 @@ class CodeGen:
         if bi.is_barrier:
             return Ex(self._barrier_ref(e), frozenset(), "handle")
         ex = self._load(e, bi)
-        if not self.check_uninit or bi.scope == "global":
+        roles = self.role_mode and bi.scope in E.SHARED_SCOPES
+        if not (self.check_uninit or roles) or bi.scope == "global":
             return ex
-        exs = self._index_exs(bi, e.indices)
-        plan = self._slice_plan(bi, e.indices, exs) if ex.vec else None
-        if plan is not None:
-            ixf = f"lambda: ('sl', ({self._slice_code(plan, False)}), {self._post_fn(self._post(plan))})"
-        else:
-            ix = ", ".join(x.code for x in exs) + ("," if len(exs) == 1 else "")
-            ixf = f"lambda: ('ix', ({ix}))"
+        ixf = self._ixf(bi, e.indices, ex.vec)
         m = self.mask or "None"
-        return Ex(f"_rt.u(_x, {bi.ref}, {bi.name}, {ex.code}, {m}, {ixf})", ex.axes, ex.dtype)
+        if self.check_uninit:
+            ex = Ex(f"_rt.u(_x, {bi.ref}, {bi.name}, {ex.code}, {m}, {ixf})", ex.axes, ex.dtype)
+        if roles:
+            ex = Ex(f"_rt.rl(_x, {bi.ref}, {ex.code}, {m}, {ixf})", ex.axes, ex.dtype)
+        return ex
+
+    def _ixf(self, bi: BufInfo, indices, vec: bool) -> str:
+        """Code of a lambda giving the elements an access touches, for the checks' reports:
+        ('sl', slices, post) or ('ix', index tuple)."""
+        exs = self._index_exs(bi, indices)
+        plan = self._slice_plan(bi, indices, exs) if vec else None
+        if plan is not None:
+            return f"lambda: ('sl', ({self._slice_code(plan, False)}), {self._post_fn(self._post(plan))})"
+        ix = ", ".join(x.code for x in exs) + ("," if len(exs) == 1 else "")
+        return f"lambda: ('ix', ({ix}))"
 
     def _load(self, e: tir.BufferLoad, bi: BufInfo) -> Ex:
         exs = self._index_exs(bi, e.indices)
@@ -735,6 +756,13 @@ class CodeGen:
         return Ex(f"_rt.gather({ref}, {arr}, ({ix}), {m}, _x)", axes, dt)
 
     def store(self, s: tir.BufferStore) -> None:
+        self._store(s)
+        bi = self.buf(s.buffer)
+        if self.role_mode and bi.scope in E.SHARED_SCOPES:
+            vec = bool(frozenset().union(*[x.axes for x in self._index_exs(bi, s.indices)])) if s.indices else False
+            self.emit(f"_rt.rs(_x, {bi.ref}, {self.mask or 'None'}, {self._ixf(bi, s.indices, vec)})")
+
+    def _store(self, s: tir.BufferStore) -> None:
         bi = self.buf(s.buffer)
         if bi.is_barrier:
             raise UnsupportedConstruct("store to an mbarrier", f"`{stmt_text(s)}`")
@@ -859,6 +887,9 @@ class CodeGen:
             if (X, Y, Z)[axis] >= 1:
                 with contextlib.suppress(Exception):
                     self.analyzer.bind(s.var, tvm.ir.Range.from_min_extent(0, (X, Y, Z)[axis]))
+            return
+        if _uses_unbound(v, self.vmap, self.deferred):
+            self.deferred[s.var] = v
             return
         with self.site(s):
             ex = self.expr(v)
@@ -1607,3 +1638,26 @@ def _nest_accesses(s: tir.For) -> dict:
             rec(c, enclosing)
     rec(s, ())
     return {"extents": extents, "stores": stores, "accesses": accesses}
+
+
+_LIB_DIRS: list = []
+
+
+def _in_library(path: str) -> bool:
+    if not _LIB_DIRS:
+        import os
+        import tilelang
+        import tvm as _tvm
+        _LIB_DIRS.extend(os.path.dirname(m.__file__) + os.sep for m in (tilelang, _tvm))
+    return any(path.startswith(d) for d in _LIB_DIRS)
+
+
+def _uses_unbound(e, vmap, deferred) -> bool:
+    """Does ``e`` read a variable that is neither bound yet nor deferred (nor a buffer's data)?"""
+    found = [False]
+
+    def fn(n):
+        if isinstance(n, tir.Var) and n not in vmap and n not in deferred and not str(n.dtype) == "handle":
+            found[0] = True
+    tir.stmt_functor.post_order_visit(tir.Evaluate(e) if isinstance(e, tir.PrimExpr) else e, fn)
+    return found[0]

@@ -488,8 +488,14 @@ class EmulatedKernel:
         site = self._site_of_frame(frame)
         if site is None:
             return ("", "", "")
-        where = fmt_span(site.span) if site.span is not None else f"TIR `{site.stmt}`"
-        src = source_line(site.span) if site.span is not None else ""
+        from .codegen import _in_library
+        if site.span is None or _in_library(site.span[0]):
+            # a statement TileLang's own macros built (T.reduce_* with clear=False, T.cumsum, ...)
+            fs = fmt_span(self.span) if self.span is not None else ""
+            where = f"`{short(site.stmt, 90)}` in kernel {self.name}" + (f" (defined at {fs})" if fs else "")
+            return (where, "", self._loop_values(site, frame.f_locals))
+        where = fmt_span(site.span)
+        src = source_line(site.span)
         return (where, src or site.stmt, self._loop_values(site, frame.f_locals))
 
     def _locate_frame(self, frame) -> str:

@@ -518,6 +518,44 @@ def u(x, ref, arr, v, mask, ixf):
     return chk.load(ref, arr, v, mask, ixf)
 
 
+def rl(x, ref, v, mask, ixf):
+    """An element load from shared memory inside a warp-specialised role (role-race check)."""
+    chk = x.chk
+    if chk is not None and chk.roles is not None:
+        _role_elems(x, ref, mask, ixf, False)
+    return v
+
+
+def rs(x, ref, mask, ixf) -> None:
+    chk = x.chk
+    if chk is not None and chk.roles is not None:
+        _role_elems(x, ref, mask, ixf, True)
+
+
+def _role_elems(x, ref, mask, ixf, write):
+    sched = x.sched
+    if sched is None or sched.current is None or sched.current.parent is None:
+        return
+    kind, *rest = ixf()
+    if kind == "sl":
+        sl, post = rest
+        raw = _slices_to_index_arrays(sl)
+        full = np.broadcast_shapes(*[np.shape(i) for i in raw])
+        ixs = [post(np.broadcast_to(i, full)) for i in raw]
+    else:
+        ixs = [np.asarray(i) for i in rest[0]]
+    shapes = [np.shape(i) for i in ixs] + ([np.shape(mask)] if mask is not None else [])
+    shape = np.broadcast_shapes(*shapes) if shapes else ()
+    if mask is not None:
+        m = np.broadcast_to(np.asarray(mask, dtype=bool), shape)
+        if not m.any():
+            return
+        ixs = [np.broadcast_to(i, shape)[m] for i in ixs]
+    box = tuple((int(np.min(i)), int(np.max(i)) + 1) for i in ixs)
+    where, src, _ = x.chk._where(4)
+    x.chk.roles.access(sched.current, ref, box, write, f"{where} ({src})" if src else where)
+
+
 def _rd(x, ref, arr, win, what, sub=None):
     """A tile operator reads ``arr[win]``: uninitialised-read and role-race checks."""
     chk = x.chk

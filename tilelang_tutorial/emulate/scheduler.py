@@ -239,6 +239,9 @@ class Scheduler:
                 if child_tids.size == 0:
                     continue
                 new.append(Role(name, child_tids, fn(), role))
+            if self.tracker is not None:
+                for r in new:           # their clocks start from the parent's, as of the split
+                    self.tracker.clock_of(r)
             role.live_children = len(new)
             self.roles[idx:idx] = new
             self.stats["roles"] += len(new)
