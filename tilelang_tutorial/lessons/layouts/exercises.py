@@ -12,9 +12,10 @@
    16 bytes per request, ``column reads`` are 32 threads each reading one fp16 element down a
    column. Call ``check_conflict_table([[a, b], [c, d]])``; nothing is compiled.
 
-2. **A conflict-free transpose.** Repair the notebook's ``transpose_program`` so that reading
-   ``A_shared`` down its columns is conflict-free (padding or a layout annotation: the reader's
-   choice), and the kernel still transposes. ``check_transpose_layout(factory)`` counts the bank
+2. **A conflict-free fp32 transpose.** Repair the notebook's ``transpose_program`` for float32
+   data (4-byte elements, where section 6 used fp16) so that reading ``A_shared`` down its columns
+   is conflict-free (padding or a layout annotation: the reader's choice), and the kernel still
+   transposes. ``check_transpose_layout(factory)`` counts the bank
    conflicts of the kernel's own read (:func:`tilelang_tutorial.layouts.shared_reads`, layout
    inference only) and runs it against torch on a ragged shape (the GPU, or the emulator).
 
@@ -142,7 +143,7 @@ def _check_table(prediction) -> ExerciseResult:
 TRANSPOSE_SHAPE = (200, 136)
 
 
-def _starter_transpose(M, N, block=64, threads=128, dtype="float16"):
+def _starter_transpose(M, N, block=64, threads=128, dtype="float32"):
     raise NotImplementedError
 
 
@@ -177,7 +178,7 @@ def _conflict_hint(read, allocated_shape) -> str:
                 f"r + {NUM_BANKS // common} start in the same bank ({read.worst}-way); a stride that is an odd "
                 f"number of words spreads 32 rows over all 32 banks")
     table = read.layout.offset_2d()
-    if table.shape[1] * elem == 128 and np.array_equal(table, layouts.swizzled_info(table.shape, dtype=read.layout.dtype).offset_2d()):
+    if np.array_equal(table, layouts.swizzled_info(table.shape, dtype=read.layout.dtype).offset_2d()):
         return ("make_swizzled_layout's XOR swizzle moves each 16-byte chunk by row % 8: it is built for 8 "
                 "consecutive rows (ldmatrix), but your warp reads 32 rows of one column, and rows r and r + 8 get "
                 f"the same permutation ({read.worst}-way). Padding the rows is the fix for this access pattern")
@@ -222,6 +223,12 @@ def _check_transpose(factory) -> ExerciseResult:
                            "A_shared laid out so that reading it down its columns is conflict-free")
     if program is None:
         return res
+    from ...exercise_kit import param_specs
+
+    dtypes = [dtype for _, dtype in param_specs(program)]
+    if dtypes[:1] != ["float32"]:
+        return res.failed(f"A is {dtypes[0] if dtypes else '?'}: this exercise is the float32 transpose (4-byte "
+                          "elements); make float32 the factory's default dtype")
     try:
         with quiet_tilelang():
             reads = layouts.shared_reads(program)
@@ -252,8 +259,8 @@ def _check_transpose(factory) -> ExerciseResult:
     if kernel is None:
         return res
     device = runtime.mode().device
-    a = checks.random_tensor((M, N), torch.float16, device)
-    b = checks.poisoned((N, M), torch.float16, device)
+    a = checks.random_tensor((M, N), torch.float32, device)
+    b = checks.poisoned((N, M), torch.float32, device)
     run_and_compare(res, kernel, (a, b), a.float().T, tolerance=0.0, what="torch's A.T",
                     hint_unwritten="some blocks of B were never written: block (by, bx) of A goes to block (bx, by) of B",
                     extra_check=lambda out: _misplaced_blocks(out, a))

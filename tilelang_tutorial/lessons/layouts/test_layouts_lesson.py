@@ -147,6 +147,12 @@ def test_transpose_read_conflicts(options, worst):
     assert (reads[0].degrees == worst).all() and reads[0].degrees.size == 128
 
 
+@pytest.mark.parametrize("pad,worst", [(0, 32), (1, 1), (2, 2), (4, 4)])
+def test_fp32_transpose_needs_one_word_of_padding(pad, worst):
+    read = layouts.shared_reads(programs.transpose_program(200, 136, pad=pad, dtype="float32"), arch="sm_90a")[0]
+    assert read.worst == worst
+
+
 def test_shared_reads_follow_the_kernels_own_index():
     from tilelang_tutorial.lessons.layouts import wrong_answers
 
@@ -161,9 +167,9 @@ def test_transpose_is_exact_in_the_emulator_and_its_bug_is_caught():
     from tilelang_tutorial.lessons.layouts import wrong_answers
 
     for factory, ok in ((programs.transpose_program, True), (wrong_answers.transpose_blocks_not_swapped, False)):
-        a = checks.random_tensor((200, 136), torch.float16, "cpu")
-        b = checks.poisoned((136, 200), torch.float16, "cpu")
-        emulate.run(factory(200, 136), a, b)
+        a = checks.random_tensor((200, 136), torch.float32, "cpu")
+        b = checks.poisoned((136, 200), torch.float32, "cpu")
+        emulate.run(factory(200, 136, dtype="float32"), a, b)
         assert checks.compare(b, a.float().T, tolerance=0.0).ok is ok
 
 

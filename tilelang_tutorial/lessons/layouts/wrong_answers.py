@@ -12,18 +12,20 @@ CONFLICT_TABLE_SWIZZLE_FIXES_ALL = [[4, 16], [1, 1]]
 
 # -- exercise 2: the transpose ---------------------------------------------------------------------
 
-#: the kernel as the notebook gives it: 128-byte rows, 32-way
-TRANSPOSE_UNCHANGED = functools.partial(transpose_program, pad=0)
+#: the kernel as section 6 gives it, for fp32: 256-byte rows, 32-way
+TRANSPOSE_UNCHANGED = functools.partial(transpose_program, dtype="float32")
+#: section 6's fp16 answer carried over: two fp32 elements are two words, 66-word rows, 2-way
+TRANSPOSE_FP16_PAD = functools.partial(transpose_program, pad=2, dtype="float32")
 #: TileLang's XOR swizzle annotated on A_shared: built for ldmatrix's 8 rows, 4-way here
-TRANSPOSE_SWIZZLED = functools.partial(transpose_program, swizzle=True)
-#: a 16-byte pad (keeps rows aligned): 36-word rows, 4-way
-TRANSPOSE_ALIGNED_PAD = functools.partial(transpose_program, pad=8)
-#: one element of padding: 130-byte rows, pairs of rows share words, 2-way
-TRANSPOSE_ONE_ELEMENT_PAD = functools.partial(transpose_program, pad=1)
+TRANSPOSE_SWIZZLED = functools.partial(transpose_program, swizzle=True, dtype="float32")
+#: a 16-byte pad (4 fp32, keeps rows 16-byte aligned): 68-word rows, 4-way
+TRANSPOSE_ALIGNED_PAD = functools.partial(transpose_program, pad=4, dtype="float32")
+#: the fp16 kernel of section 6, conflict-free, but not the fp32 transpose the exercise asks for
+TRANSPOSE_FP16_KERNEL = functools.partial(transpose_program, pad=2)
 
 
-def transpose_padded_rows(M, N, block=64, threads=128, dtype="float16"):
-    """Padding on the wrong dimension: two extra rows, rows still 128 B apart."""
+def transpose_padded_rows(M, N, block=64, threads=128, dtype="float32"):
+    """Padding on the wrong dimension: two extra rows, rows still 256 B apart."""
 
     @T.prim_func
     def transpose(A: T.Tensor((M, N), dtype), B: T.Tensor((N, M), dtype)):
@@ -38,13 +40,13 @@ def transpose_padded_rows(M, N, block=64, threads=128, dtype="float16"):
     return transpose
 
 
-def transpose_untransposed_read(M, N, block=64, threads=128, dtype="float16"):
+def transpose_untransposed_read(M, N, block=64, threads=128, dtype="float32"):
     """Conflict-free padding, but the read forgot to swap the indices."""
 
     @T.prim_func
     def transpose(A: T.Tensor((M, N), dtype), B: T.Tensor((N, M), dtype)):
         with T.Kernel(T.ceildiv(N, block), T.ceildiv(M, block), threads=threads) as (bx, by):
-            A_shared = T.alloc_shared((block, block + 2), dtype)
+            A_shared = T.alloc_shared((block, block + 1), dtype)
             B_tile = T.alloc_fragment((block, block), dtype)
             T.copy(A[by * block, bx * block], A_shared[0:block, 0:block])
             for i, j in T.Parallel(block, block):
@@ -54,13 +56,13 @@ def transpose_untransposed_read(M, N, block=64, threads=128, dtype="float16"):
     return transpose
 
 
-def transpose_blocks_not_swapped(M, N, block=64, threads=128, dtype="float16"):
+def transpose_blocks_not_swapped(M, N, block=64, threads=128, dtype="float32"):
     """Conflict-free padding, but block (by, bx) of A written to block (by, bx) of B."""
 
     @T.prim_func
     def transpose(A: T.Tensor((M, N), dtype), B: T.Tensor((N, M), dtype)):
         with T.Kernel(T.ceildiv(N, block), T.ceildiv(M, block), threads=threads) as (bx, by):
-            A_shared = T.alloc_shared((block, block + 2), dtype)
+            A_shared = T.alloc_shared((block, block + 1), dtype)
             B_tile = T.alloc_fragment((block, block), dtype)
             T.copy(A[by * block, bx * block], A_shared[0:block, 0:block])
             for i, j in T.Parallel(block, block):
