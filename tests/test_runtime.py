@@ -248,6 +248,26 @@ def test_run_on_the_gpu_is_a_plain_call_and_emulates_otherwise(fake_gpu, monkeyp
     tt.force_emulation(True)
     tt.run(kernel, 1, 2)
     assert calls.pop() == ("emulated", (1, 2), {})
+    # the fast path (a known kernel type, the same choices) sees every change of them
+    tt.force_emulation(None)
+    tt.run(kernel, 1)
+    assert calls.pop() == ("gpu", (1,))
+    tt.set_arch("sm_80")
+    tt.run(kernel, 1)
+    assert calls.pop()[0] == "emulated"
+    tt.set_arch(None)
+    tt.run(kernel, 1)
+    assert calls.pop() == ("gpu", (1,))
+    monkeypatch.setenv(runtime.EMULATE_ENV, "1")
+    tt.run(kernel, 1)
+    assert calls.pop()[0] == "emulated"
+    monkeypatch.setenv(runtime.EMULATE_ENV, "0")
+    monkeypatch.setenv(runtime.ARCH_ENV, "sm_100a")
+    tt.run(kernel, 1)
+    assert calls.pop()[0] == "emulated"
+    monkeypatch.delenv(runtime.ARCH_ENV)
+    tt.run(kernel, 1)
+    assert calls.pop() == ("gpu", (1,))
 
 
 def test_mode_and_run_cost_well_under_a_microsecond_above_the_call(fake_gpu):

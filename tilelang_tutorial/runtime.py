@@ -321,18 +321,36 @@ _ENV_KEYS = tuple(os.environ.encodekey(k) for k in _MODE_ENV) if _ENV_DATA is no
 _mode_cache: tuple | None = None       # (key, Mode)
 
 
-def _mode_key() -> tuple:
-    if _ENV_DATA is not None:
-        get = _ENV_DATA.get
-        return (_arch_override, _force_emulation) + tuple([get(k) for k in _ENV_KEYS])
-    return (_arch_override, _force_emulation) + tuple(os.environ.get(k) for k in _MODE_ENV)  # pragma: no cover
+if _ENV_DATA is not None:
+    _K0, _K1, _K2, _K3, _K4 = _ENV_KEYS
+    _env_get = _ENV_DATA.get
+
+    def _mode_key() -> tuple:
+        return (_arch_override, _force_emulation, _env_get(_K0), _env_get(_K1), _env_get(_K2), _env_get(_K3),
+                _env_get(_K4))
+
+    def _run_key() -> tuple:
+        """What decides whether a compiled kernel launches on the GPU (nvcc's whereabouts do not)."""
+        return (_arch_override, _force_emulation, _env_get(_K0), _env_get(_K1))
+else:  # pragma: no cover - an os.environ without its mapping
+    def _mode_key() -> tuple:
+        return (_arch_override, _force_emulation) + tuple(os.environ.get(k) for k in _MODE_ENV)
+
+    def _run_key() -> tuple:
+        return (_arch_override, _force_emulation) + tuple(os.environ.get(k) for k in _MODE_ENV[:2])
+
+#: run()'s fast path: the _run_key() under which the mode was last decided to be "gpu" (None: not
+#: GPU mode, or not decided yet), and the kernel types known to be compiled kernels.
+_gpu_run_key: tuple | None = None
+_LAUNCHABLE_TYPES: set = set()
 
 
 def invalidate_mode() -> None:
     """Forget the cached mode and what was asked of the GPU and nvcc (tests that fake a GPU call
     this; a reader never needs to)."""
-    global _mode_cache
+    global _mode_cache, _gpu_run_key
     _mode_cache = None
+    _gpu_run_key = None
     for cached in (gpu_available, _device_name, _gpu_capability, _nvcc_query, _nvcc_lookup):
         getattr(cached, "cache_clear", lambda: None)()   # a test may have replaced one
 
@@ -357,13 +375,16 @@ def _decide_mode() -> Mode:
 def mode() -> Mode:
     """The current mode: where kernels run, and the architecture they are compiled for (decided
     once, recomputed only when a choice or environment variable it depends on changes)."""
-    global _mode_cache
+    global _mode_cache, _gpu_run_key
     key = _mode_key()
     cached = _mode_cache
     if cached is not None and cached[0] == key:
         return cached[1]
+    if _ENV_DATA is not None and os.environ._data is not _ENV_DATA:  # pragma: no cover - os.environ replaced
+        raise RuntimeError("os.environ was replaced; tilelang_tutorial.runtime reads the original mapping")
     decided = _decide_mode()
     _mode_cache = (key, decided)
+    _gpu_run_key = _run_key() if decided.name == "gpu" else None
     return decided
 
 
@@ -442,7 +463,10 @@ def run(kernel, *args, **scalars):
     (emulated mode only). Returns what the kernel returns (its outputs when it has ``out_idx``).
     The GPU path is a cached mode and a type check: well under a microsecond above the call.
     """
+    if type(kernel) in _LAUNCHABLE_TYPES and _gpu_run_key is not None and _run_key() == _gpu_run_key:
+        return kernel(*args, *scalars.values()) if scalars else kernel(*args)       # the fast path
     if mode().name == "gpu" and _launchable(type(kernel)):
+        _LAUNCHABLE_TYPES.add(type(kernel))
         return kernel(*args, *scalars.values()) if scalars else kernel(*args)
     from . import emulate
 
