@@ -355,14 +355,90 @@ BAD_INPUTS = {
 }
 
 
+def _no_compile(*args):
+    raise AssertionError("bad input must be rejected before any factory is called")
+
+
 @pytest.mark.parametrize("case", list(BAD_INPUTS))
-@pytest.mark.parametrize("entry", ["op", "dispatch"])
+@pytest.mark.parametrize("entry", ["op", "dispatch", "op from a factory", "dispatch from a factory"])
 def test_bad_input_gets_a_clear_error_before_any_gpu_is_needed(case, entry):
     make, exc, msg = BAD_INPUTS[case]
     x, gamma, out = make()
-    fn = rs.rmsnorm_silu if entry == "op" else nd.fused_rmsnorm_silu
+    fn = {"op": rs.rmsnorm_silu, "dispatch": nd.fused_rmsnorm_silu,
+          "op from a factory": rs.rmsnorm_silu_from(_no_compile),
+          "dispatch from a factory": nd.fused_rmsnorm_silu_from(_no_compile)}[entry]
     with pytest.raises(exc, match=msg):
         fn(x, gamma, out=out)
+
+
+@pytest.mark.skipif(runtime.mode().can_run, reason="CPU tensors: the emulated mode only")
+def test_the_op_and_dispatch_from_a_factory_run_that_factory_once_per_width():
+    """Notebook 05's later cells pass its kernel cell's factory: the op must build that one (a bug
+    in it must show), compile it once per (factory, C, dtype), and leave the Triton widths alone."""
+    calls = []
+
+    def factory(C, dtype, config):
+        calls.append((C, dtype, config))
+        return rs.rmsnorm_silu_program(C, dtype, config)
+
+    x = checks.random_tensor((3, 5, 160), torch.float16, "cpu")
+    gamma = checks.random_tensor((160,), torch.float16, "cpu")
+    ref = rs.rmsnorm_silu_reference(x, gamma)
+    drop_in = nd.fused_rmsnorm_silu_from(factory)
+    for _ in range(2):
+        checks.assert_close(drop_in(x, gamma), ref, tolerance=checks.TOLERANCE["float16"])
+    assert calls == [(160, "float16", rs.config_for(160, "float16"))]
+    wrong = rs.rmsnorm_silu_from(_unscaled)(x, gamma)       # a bug in the factory shows
+    assert not checks.compare(wrong, ref, tolerance=checks.TOLERANCE["float16"]).ok
+    with pytest.raises(ValueError, match="CUDA device"):      # C = 96: the Triton path, not the factory
+        drop_in(checks.random_tensor((4, 96), torch.float16, "cpu"), checks.random_tensor((96,), torch.float16, "cpu"))
+    assert len(calls) == 1
+
+
+def _unscaled(C, dtype, config):
+    """rmsnorm_silu_program with rsqrt(sum of squares + eps): the mean's 1/C forgotten."""
+    group, threads, block_m = config.group, config.threads, config.block_m()
+    width = rs.vectors_per_thread(C, group) * group * rs.VEC
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def main(X: T.Tensor((m, C), dtype), Gamma: T.Tensor((C,), dtype), Y: T.Tensor((m, C), dtype), eps: T.float32):
+        with T.Kernel(T.ceildiv(m, block_m), threads=threads) as bx:
+            x = T.alloc_fragment((block_m, width), dtype)
+            sq = T.alloc_fragment((block_m, width), "float32")
+            rstd = T.alloc_fragment((block_m,), "float32")
+            y = T.alloc_fragment((block_m, width), dtype)
+            T.annotate_layout({buf: row_group_layout(block_m, width, group, threads) for buf in (x, sq, y)})
+            T.copy(X[bx * block_m, 0], x)
+            for i, j in T.Parallel(block_m, width):
+                sq[i, j] = T.Cast("float32", x[i, j]) * T.Cast("float32", x[i, j])
+            T.reduce_sum(sq, rstd, dim=1)
+            for i in T.Parallel(block_m):
+                rstd[i] = T.rsqrt(rstd[i] + eps)
+            for i, j in T.Parallel(block_m, width):
+                v = T.Cast("float32", x[i, j]) * rstd[i] * T.Cast("float32", Gamma[j])
+                y[i, j] = T.Cast(dtype, v / (1.0 + T.exp2(v * -LOG2_E)))
+            T.copy(y, Y[bx * block_m, 0])
+
+    return main
+
+
+def test_residual_checker_rows_are_where_the_shortcuts_differ():
+    """The residual exercise's inputs: large rows whose x + r leaves fp16's range (each input inside
+    it), tiny rows whose mean square is below eps, zero rows with x + r = 0 exactly."""
+    from tilelang_tutorial.lessons.rmsnorm import exercises as ex
+
+    x, r, gamma = ex.residual_inputs(96)
+    kinds = ex.ROW_KINDS
+    assert x.shape == r.shape == (ex.RAGGED_M, 96) and x.dtype == torch.float16 and gamma.shape == (96,)
+    assert torch.isfinite(x).all() and torch.isfinite(r).all()
+    h = x.float() + r.float()
+    assert (h[kinds["large"]].abs().amax(dim=1) > 65504).all()
+    assert torch.isinf((x[kinds["large"]] + r[kinds["large"]]).float()).any(dim=1).all()   # the fp16 sum overflows
+    assert (h[kinds["tiny"]].pow(2).mean(dim=1) < ex.EPS).all()
+    assert (h[kinds["zero"]] == 0).all()
+    assert (h[kinds["ordinary"]].pow(2).mean(dim=1) > 100 * ex.EPS).all()
+    assert sum(s.stop - s.start for s in kinds.values()) == ex.RAGGED_M
 
 
 def test_out_must_not_be_x():
