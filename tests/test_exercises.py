@@ -64,6 +64,12 @@ def test_notebook_ends_with_its_exercises(lesson):
     title = cells[heads[-1]][1].lstrip().splitlines()[0]
     assert "exercise" in title.lower(), f"{path.name}: the last section is {title!r}, not the exercises"
     starters = [s for t, s in cells[heads[-1]:] if t == "code" and "check_" in s]
+    # an advanced notebook of the lesson (EXTRA_NOTEBOOKS) may end with exercises of its own
+    for extra in getattr(lesson, "EXTRA_NOTEBOOKS", ()):
+        extra_cells = _cells(path.parent / extra)
+        extra_heads = [i for i, (t, s) in enumerate(extra_cells) if t == "markdown" and s.lstrip().startswith("## ")]
+        if extra_heads and "exercise" in extra_cells[extra_heads[-1]][1].lstrip().splitlines()[0].lower():
+            starters += [s for t, s in extra_cells[extra_heads[-1]:] if t == "code" and "check_" in s]
     assert len(starters) >= len(lesson.exercise_cases()) >= 2, f"{path.name}: {len(starters)} exercise cells"
 
 

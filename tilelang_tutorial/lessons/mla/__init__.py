@@ -65,7 +65,8 @@ def exercise_cases():
                                 WrongAnswer("overflow", wrong.combine_kernel_no_max_subtraction, "overflows fp32"),
                                 WrongAnswer("unnormalised", wrong.combine_kernel_unnormalised, "not normalised"))),
     ]
-    return cases
+    from . import hand_scheduled_exercises   # notebook 04b's
+    return cases + hand_scheduled_exercises.exercise_cases()
 
 
 def flow_bugs():
@@ -86,7 +87,8 @@ def flow_bugs():
                 "pass   # the rotary part of the scores forgotten",
                 what="the rotary part of the scores is left out"),
     ]
-    return bugs
+    from . import hand_scheduled_exercises   # notebook 04b's
+    return bugs + hand_scheduled_exercises.flow_bugs()
 
 
 # the modules a notebook reaches through the lesson (lesson.exercises.check_..., ...)

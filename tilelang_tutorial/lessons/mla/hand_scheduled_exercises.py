@@ -26,6 +26,7 @@ Solutions: ``solutions/hand_scheduled_repair.py``; wrong answers:
 from __future__ import annotations
 
 import re
+import warnings
 
 from ...exercise_kit import ExerciseResult, call_factory, compile_or_fail, not_attempted, quiet_tilelang
 
@@ -143,6 +144,16 @@ def block_hints(out, x, n_blocks: int) -> list[str]:
     return hints[:4]
 
 
+def uninitialised_reads(caught) -> list[str]:
+    """The first read of never-written shared memory the emulator warned about (emulators that
+    report such reads do so with a warning whose class name says it), as a hint."""
+    for w in caught or ():
+        if "Uninitialised" in type(w.message).__name__ or "uninitialised read" in str(w.message):
+            text = str(w.message).split(" -- ")[0].replace("uninitialised read: ", "")
+            return [f"the emulator saw {text}: that consumer's wait did not wait for the producer's copy"]
+    return []
+
+
 def check_ring(factory, *, verbose: bool = True) -> ExerciseResult:
     """Check a reader's ``ring_program(n_blocks, block=128)``: compiled for sm_90a, run in the
     emulator on 5 and 4 blocks against ``2 X``, then on the GPU where there is one."""
@@ -173,8 +184,10 @@ def _check_ring(factory) -> ExerciseResult:
         # +inf, not NaN: the emulator's shared memory starts as NaN, so a NaN in Y is a stage read
         # before the producer wrote it, and an inf an element no consumer wrote
         y = torch.full((n_blocks * BLOCK,), float("inf"))
+        seen: list = []
         try:
-            with quiet_tilelang():
+            with quiet_tilelang(), warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
                 emulate.run(program, x, y)
         except emulate.Deadlock as err:
             waits = parse_deadlock(err)
@@ -184,7 +197,7 @@ def _check_ring(factory) -> ExerciseResult:
             res.failed(f"{n_blocks} blocks, in the emulator: deadlock (on a GPU it would hang): {lines}")
             # what the consumers wrote before it stopped says which wait let them through too early
             written = [h for h in block_hints(y, x, n_blocks) if "never written" not in h]
-            for h in written[:2] + deadlock_hints(waits):
+            for h in written[:2] + uninitialised_reads(seen) + deadlock_hints(waits):
                 res.hint(h)
             return res
         except emulate.EmulationError as err:
@@ -193,7 +206,7 @@ def _check_ring(factory) -> ExerciseResult:
         if not cmp.ok or torch.isinf(y).any():
             res.failed(f"{n_blocks} blocks, in the emulator: no deadlock, but wrong values: {cmp}, "
                        f"{int(torch.isinf(y).sum())} never written")
-            for h in block_hints(y, x, n_blocks):
+            for h in block_hints(y, x, n_blocks) + uninitialised_reads(seen):
                 res.hint(h)
             return res
         res.passed(f"{n_blocks} blocks in the emulator (CPU): no deadlock, Y = 2 X exactly ({cmp})")
