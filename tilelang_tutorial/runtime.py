@@ -565,12 +565,14 @@ def dynamic_shared_memory(kernel) -> int | None:
         host = kernel.get_host_source()
     except Exception:
         return None
-    sizes = []
+    sizes, start = [], 0
     for call in re.finditer(r"TVMFFIFunctionCall\((\w+)_packed, \(TVMFFIAny\*\) \w+, (\d+),", host):
+        # the arguments of this call are set between the previous call and this one
+        segment, start = host[start:call.start()], call.end()
         if call.group(1).startswith("__tvm"):
             continue
         last = int(call.group(2)) - 1
-        found = re.findall(rf"\[{last}\]\.v_int64\) = \(\(int64_t\)(\d+)\)", host[:call.start()])
+        found = re.findall(rf"\[{last}\]\.v_int64\) = \(\(int64_t\)(\d+)\);", segment)
         if found:
             sizes.append(int(found[-1]))
     return max(sizes) if sizes else None
