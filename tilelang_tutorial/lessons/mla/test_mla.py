@@ -491,3 +491,13 @@ def test_a_plan_builds_the_factory_it_is_given():
     out = the_plan.run(**x)
     assert not checks.compare(out, reference.mla_decode_reference(**x), tolerance=checks.TOLERANCE["float16"]).ok
 
+
+
+@requires_gpu
+@pytest.mark.parametrize("num_split", [1, 3])
+def test_gpu_a_plan_of_the_notebook_factory_equals_the_package_plan(num_split):
+    x = reference.make_paged_inputs(3, 128, [70, 5, 190], device="cuda", seed=3)
+    mine = op.plan(**x, num_split=num_split, program=auto.mla_decode_program).run(**x).clone()
+    package = op.plan(**x, num_split=num_split, schedule="auto").run(**x)
+    assert torch.equal(mine, package), "the same program, compiled twice, must give the same bits"
+    checks.assert_close(mine, reference.mla_decode_reference(**x), tolerance=checks.TOLERANCE["float16"])
