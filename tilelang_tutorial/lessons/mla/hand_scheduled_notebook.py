@@ -24,9 +24,9 @@ def check_schedule(name: str, program, inputs: dict, *, num_split: int):
     from . import reference
 
     cpu = {k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
-    where = [("the emulator (CPU)", cpu, program)]
+    where = [("in the emulator (CPU)", cpu, program)]
     if runtime.mode().can_run:
-        where.append(("the GPU", inputs, runtime.compile_kernel(program, arch="sm_90a")))
+        where.append(("on the GPU", inputs, runtime.compile_kernel(program, arch="sm_90a")))
     result = None
     for place, x, kernel in where:
         batch, heads = x["q_nope"].shape[:2]
@@ -37,16 +37,16 @@ def check_schedule(name: str, program, inputs: dict, *, num_split: int):
         args = (x["q_nope"], x["q_pe"], x["kv_cache"].view(-1, DIM_NOPE), x["pe_cache"].view(-1, DIM_PE),
                 x["block_table"], x["cache_seqlens"], lse, partial, out)
         try:
-            if place == "the GPU":
+            if place == "on the GPU":
                 runtime.run(kernel, *args)
                 torch.cuda.synchronize()
             else:
                 emulate.run(kernel, *args)
         except emulate.EmulationError as err:
-            print(f"{name}, in {place}: FAIL, the emulator stopped ({type(err).__name__}):\n{err}")
+            print(f"{name}, {place}: FAIL, the emulator stopped ({type(err).__name__}):\n{err}")
             return None
         result = checks.compare(out, reference.mla_decode_reference(**x), tolerance=checks.TOLERANCE["float16"])
-        print(f"{name}, in {place}: {result}")
+        print(f"{name}, {place}: {result}")
         if not result.ok:
             return result
     return result

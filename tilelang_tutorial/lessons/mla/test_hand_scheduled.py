@@ -48,6 +48,12 @@ def test_prose_reads_the_recorded_ranges():
     lo = min(ranges[("h16 (TP8)", s)][0] for s in ("ws", "seesaw"))
     hi = max(ranges[("h16 (TP8)", s)][1] for s in ("ws", "seesaw"))
     assert f"{lo:.2f} to {hi:.2f} of the copy bandwidth" in text
+    for label in N.POINTS:      # "at every recorded point the order is seesaw, then ws, then auto"
+        by_point = {}
+        for r in (r for r in recorded if r["config"]["label"] == label):
+            by_point.setdefault((r["shape"]["batch"], r["shape"]["kv_len"]), {})[r["config"]["schedule"]] = r["value"]
+        for point, values in by_point.items():
+            assert values["seesaw"] >= values["ws"] > values["auto"], (label, point, values)
     h128 = [r for r in recorded if r["config"]["label"] == "h128" and r["config"]["schedule"] == "seesaw"]
     assert f"{min(r['value'] for r in h128):.0f} to {max(r['value'] for r in h128):.0f} TFLOP/s" in text
 
@@ -135,4 +141,4 @@ def test_ring_and_schedules_on_the_gpu(capsys):
         program = mla.op.program_for(128, "float16", split=True, softmax_scale=None, schedule=schedule, arch="sm_90a")
         assert N.check_schedule(schedule, program, inputs, num_split=2).ok
     printed = capsys.readouterr().out
-    assert printed.count("in the GPU: OK") == 2 and printed.count("in the emulator (CPU): OK") == 2
+    assert printed.count("on the GPU: OK") == 2 and printed.count("in the emulator (CPU): OK") == 2
