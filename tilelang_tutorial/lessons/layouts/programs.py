@@ -15,15 +15,13 @@ inference on them (:func:`tilelang_tutorial.layouts.infer_layouts`), which needs
   warpgroup; :func:`chained_gemm_fragment_program` keeps it in registers, which inference rejects.
 * :func:`transpose_program` - ``B = A^T`` through a shared tile read down its columns: notebook
   03's kernel for bank conflicts, with ``pad`` and ``swizzle`` as the reader's choices.
-* :func:`two_warpgroup_program` - mirrors the shape of MLA decode's two GEMMs with 256 consumer
+* :func:`two_warpgroup_program` (used by lesson 04's exercises) - mirrors the shape of MLA decode's two GEMMs with 256 consumer
   threads: scores ``acc_s`` (64 x 64) and output ``acc_o`` (64 x 512); the scores are written to
   shared memory (``S_shared``) by the user because the second GEMM needs all of them in every
   warpgroup.
 * :func:`two_warpgroup_fragment_program` - the same with the scores cast into a register fragment
-  instead of ``S_shared`` (a spelling older TileLang examples suggest): TileLang 0.1.15's
+  instead of ``S_shared`` (the spelling that expects inference to insert the exchange): TileLang 0.1.15's
   layout inference rejects it, because no copy between fragments moves data across warpgroups.
-* :func:`annotated_copy_program` - a shared-memory round trip with or without
-  ``T.annotate_layout`` forcing a swizzle, to show what an annotation changes in the CUDA code.
 """
 from __future__ import annotations
 
@@ -282,24 +280,3 @@ def two_warpgroup_fragment_program(
             T.copy(acc_o, Out)
 
     return two_warpgroups_fragment
-
-
-def annotated_copy_program(M: int = 64, N: int = 64, threads: int = 128, dtype: str = "float16", swizzle: bool = True):
-    """Global -> shared -> registers -> global for one tile; with ``swizzle=True`` the shared
-    tile's layout is forced with ``T.annotate_layout`` to TileLang's XOR swizzle."""
-    from tilelang.layout import make_swizzled_layout
-
-    @T.prim_func
-    def annotated_copy(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
-        with T.Kernel(1, threads=threads) as bx:
-            A_shared = T.alloc_shared((M, N), dtype)
-            tile = T.alloc_fragment((M, N), dtype)
-            if swizzle:
-                T.annotate_layout({A_shared: make_swizzled_layout(A_shared)})
-            T.copy(A, A_shared)
-            T.copy(A_shared, tile)
-            for i, j in T.Parallel(M, N):
-                tile[i, j] = tile[i, j] + tile[i, j]
-            T.copy(tile, B)
-
-    return annotated_copy
