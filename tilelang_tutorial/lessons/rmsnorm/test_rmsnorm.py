@@ -441,6 +441,45 @@ def test_residual_checker_rows_are_where_the_shortcuts_differ():
     assert sum(s.stop - s.start for s in kinds.values()) == ex.RAGGED_M
 
 
+def test_validation_is_cached_by_shape_dtype_device_and_contiguity_and_never_lets_bad_input_through():
+    """After a valid call, inputs that share as much of the cache key as they can (same shapes and
+    dtypes) but are wrong are still rejected with their own message; a repeat call skips the full
+    checks and costs less than they do."""
+    import time
+
+    x = torch.randn(128, 128).to(torch.float16)
+    gamma = torch.ones(128, dtype=torch.float16)
+    out = torch.empty_like(x)
+    assert rs.validate_rmsnorm_silu_inputs(x, gamma, out) == 128
+    bad = {
+        "must be contiguous": (x.t(), gamma, out),                                   # same shape, transposed
+        "out must be contiguous": (x, gamma, torch.empty_like(x).t()),
+        "in-place is not supported": (x, gamma, x),                                 # same key as the valid call
+        "gamma must be contiguous": (x, torch.ones(256, dtype=torch.float16)[::2], out),
+        "gamma must have the dtype of x": (x, gamma.to(torch.bfloat16), out),
+        "must be on a": (x.to("meta"), gamma.to("meta"), None),
+    }
+    for _ in range(2):                                                               # also once they are cached
+        for message, (bad_x, bad_gamma, bad_out) in bad.items():
+            with pytest.raises((TypeError, ValueError), match=message):
+                rs.validate_rmsnorm_silu_inputs(bad_x, bad_gamma, bad_out)
+        assert rs.validate_rmsnorm_silu_inputs(x, gamma, out) == 128
+
+    def per_call_us(fn, calls=2000):
+        best = float("inf")
+        for _ in range(5):
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            best = min(best, (time.perf_counter() - start) / calls * 1e6)
+        return best
+
+    device = runtime.mode().device
+    full = per_call_us(lambda: rs._validate_fully(x, gamma, out, "rmsnorm_silu", device))
+    cached = per_call_us(lambda: rs.validate_rmsnorm_silu_inputs(x, gamma, out))
+    assert cached < 0.8 * full, f"a cached validation costs {cached:.2f} us, the full checks {full:.2f} us"
+
+
 def test_out_must_not_be_x():
     x = _x()
     with pytest.raises(ValueError, match="in-place is not supported"):
