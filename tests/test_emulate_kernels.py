@@ -16,6 +16,10 @@ from tilelang_tutorial.lessons.mla import auto, common, mqa, reference, seesaw, 
 from tilelang_tutorial.lessons.rmsnorm import kernel as rmsnorm_kernel
 from tilelang_tutorial.lessons.tiles import row_sum, scale_copy
 
+# Every lesson kernel runs with the emulator's checks on (the default: uninitialised reads, races,
+# limits); any finding fails the test -- false positives on the lessons' kernels: 0.
+pytestmark = pytest.mark.filterwarnings("error::tilelang_tutorial.emulate.EmulatorWarning")
+
 
 def rel_err(out, ref) -> float:
     out, ref = out.detach().double(), ref.detach().double()
@@ -220,3 +224,14 @@ def test_mqa_decode(lens, dtype):
     out = nan(b, heads, dim, dtype=tdt)
     emulate.run(mqa.mqa_decode_program(heads, dim, dtype), q, k, v, seqlens, out)
     assert_matches(out, mqa.mqa_decode_reference(q, k, v, seqlens), TOL[dtype])
+
+
+def test_checks_are_on_and_silent_for_the_lesson_kernels():
+    """The default run checks (limits, uninitialised reads, races) and finds nothing here."""
+    from tilelang_tutorial.emulate import checks as emulate_checks
+    k = emulate.compile(scale_copy.scale_copy_program(200))
+    assert k.checks == emulate_checks.ALL_CHECKS
+    x = torch.randn(100, 200).half()
+    y = nan(100, 200, dtype=torch.float16)
+    emulate.run(scale_copy.scale_copy_program(200), x, y, 1.5)
+    assert emulate.last_findings() == []

@@ -93,6 +93,17 @@ def run(program, *args, checks=None, strict: bool = False, arch: str | None = No
         _last_findings = list(k.last_findings)
 
 
+def check(program, *args, checks="races,uninit", arch: str | None = None, **scalars) -> list:
+    """Run ``program`` like :func:`run` with ``checks`` and return its :class:`Finding` objects
+    instead of issuing warnings (for a debugging cell: ``print(emulate.report(emulate.check(...)))``).
+    Errors (out of bounds, deadlocks, refused constructs, limits) still raise."""
+    import warnings as _w
+    with _w.catch_warnings():
+        _w.simplefilter("ignore", EmulatorWarning)
+        run(program, *args, checks=checks, arch=arch, **scalars)
+    return last_findings()
+
+
 def last_findings() -> list:
     """The :class:`Finding` objects (uninitialised reads, races) of the most recent :func:`run`:
     ``kind``, ``buffer``, ``element``, ``block``, ``lines``, ``who``, ``message`` (one line)."""
@@ -110,7 +121,7 @@ def last_stats() -> dict | None:
     return None if _last is None else dict(_last)
 
 
-__all__ = ["run", "compile", "last_stats", "last_findings", "report", "clear_cache", "EmulatedKernel",
+__all__ = ["run", "check", "compile", "last_stats", "last_findings", "report", "clear_cache", "EmulatedKernel",
            "EmulationError", "UnsupportedConstruct", "OutOfBounds", "Deadlock", "ArgumentError", "LimitExceeded",
            "Race", "UninitialisedRead", "Finding", "EmulatorWarning", "RaceWarning", "UninitialisedReadWarning",
            "ALL_CHECKS", "CHECKS_ENV", "PERFORMANCE_ONLY"]

@@ -98,6 +98,16 @@ class Finding:
         return self.message
 
 
+def _fmt_val(v) -> str:
+    v = np.asarray(v)[()]
+    if isinstance(v, (np.floating, float)) or getattr(v, "dtype", np.dtype("O")).kind == "f":
+        return f"{float(v):.6g}"
+    try:
+        return str(int(v))
+    except (TypeError, ValueError):
+        return str(v)
+
+
 def _fmt_elem(ix) -> str:
     return "[" + ", ".join(str(int(v)) for v in ix) + "]"
 
@@ -275,7 +285,8 @@ class Checker:
         msg = (f"uninitialised read: {label} element {_fmt_elem(elem)}{whose} is {how} before anything wrote "
                f"it, at {where}" + (f": {src}" if src else "") + (f" ({loops})" if loops else "")
                + f" [kernel {self.kernel}, block {tuple(int(v) for v in self.x.block)}] -- {hint}")
-        self.report("uninit", ("uninit", ref.name, where), ref.name, elem, msg, [f"{where}: {src}"])
+        # once per buffer: later reads of what the first one computed would repeat the same cause
+        self.report("uninit", ("uninit", ref.name), ref.name, elem, msg, [f"{where}: {src}"])
 
     # ------------------------------------------------------------------ races in one step
     def same_step(self, ref, arr, ixs, v, shape, positions, tids) -> None:
@@ -306,8 +317,8 @@ class Checker:
         who = [self._lane(positions[la], shape, tids), self._lane(positions[lb], shape, tids)]
         nwriters = int(np.count_nonzero(ls == ls[k]))
         msg = (f"race: {ref.label()} element {_fmt_elem(elem)} is written in one step by {nwriters} lanes with "
-               f"different values, without an atomic -- {who[0]} writes {vs[k]!r} and {who[1]} writes "
-               f"{vs[k + 1]!r}, both at {where}" + (f": {src}" if src else "")
+               f"different values, without an atomic -- {who[0]} writes {_fmt_val(vs[k])} and {who[1]} writes "
+               f"{_fmt_val(vs[k + 1])}, both at {where}" + (f": {src}" if src else "")
                + f" [kernel {self.kernel}, block {tuple(int(v) for v in self.x.block)}]; the GPU keeps any one "
                "of them (use T.atomic_add / a reduction, or let one thread write)")
         self.report("race", ("step", ref.name, where), ref.name, elem, msg, [f"{where}: {src}"] * 2, who)
@@ -322,10 +333,13 @@ class Checker:
             parts.append(f"thread {int(tids[pos[0]])}")
         if it:
             k = int(np.ravel_multi_index(it, shape[1:]))
-            parts.append(f"T.Parallel iteration {tuple(int(v) for v in it)}")
+            its = [int(v) for v in it]
+            parts.append(f"iteration {its[0] if len(its) == 1 else tuple(its)}")
             if not (shape and shape[0] > 1) and tids is not None:
                 parts.insert(0, f"thread {int(tids[k % nt])}")
-        return " / ".join(parts) if parts else "a lane"
+        if len(parts) == 2:
+            return f"{parts[0]} ({parts[1]})"
+        return parts[0] if parts else "a lane"
 
 
 # ----------------------------------------------------------------------------------------------

@@ -496,6 +496,8 @@ class EmulatedKernel:
             return (where, "", self._loop_values(site, frame.f_locals))
         where = fmt_span(site.span)
         src = source_line(site.span)
+        if "  #" in src:                 # the statement, without its comment
+            src = src.split("  #", 1)[0].rstrip()
         return (where, src or site.stmt, self._loop_values(site, frame.f_locals))
 
     def _locate_frame(self, frame) -> str:
