@@ -1,7 +1,8 @@
 """Lesson 01: the tile mental model (``notebooks/01_tile_mental_model.ipynb``).
 
-Kernels: :mod:`.scale_copy` (a tiled copy-and-scale) and :mod:`.row_sum` (a row reduction);
-exercises :mod:`.exercises` (row max, tiled transpose); benchmark suite ``tile`` (:mod:`.bench`).
+Kernels: :mod:`.scale_copy` (a tiled copy-and-scale, as a factory and in eager mode) and
+:mod:`.row_sum` (a row reduction); exercises :mod:`.exercises` (row max, tiled transpose);
+benchmark suite ``tile`` and the notebook's figures for the reader's own program (:mod:`.bench`).
 """
 from ... import results
 

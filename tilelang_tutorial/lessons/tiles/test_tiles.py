@@ -149,3 +149,28 @@ def test_a_fragment_read_down_shared_columns_is_stored_one_element_at_a_time():
     assert exercises._vector_accesses(src, "A") == (True, False)      # A: 16-byte loads
     assert exercises._vector_accesses(src, "B") == (False, False)     # B: no 16-byte stores
     assert "tma_store" not in src and "half_t b_tile[32];" in src     # a register array, stored element-wise
+
+
+# ------------------------------------------------------------------------------------------------
+# The notebook's figures follow the reader's program
+# ------------------------------------------------------------------------------------------------
+
+@pytest.mark.skipif(HAS_GPU, reason="the emulated mode (recorded figures)")
+def test_a_recorded_figure_is_shown_only_for_an_identical_program():
+    from tilelang_tutorial.lessons.tiles import bench
+
+    if bench.matching_record(scale_copy.scale_copy_program(8192), "scale_copy", 8192, 8192) is None:
+        pytest.skip("no current scale_copy record (re-measure: python -m tilelang_tutorial bench tile)")
+    assert "recorded for a program identical to yours" in bench.figure(scale_copy.scale_copy_program(8192), "scale_copy")
+    edited = scale_copy.scale_copy_program(8192, block_M=32)          # what a reader's edit looks like
+    assert bench.matching_record(edited, "scale_copy", 8192, 8192) is None
+    assert bench.figure(edited, "scale_copy").startswith("○")
+
+
+@pytest.mark.gpu
+def test_the_figure_measures_the_given_program_on_the_gpu():
+    from tilelang_tutorial.lessons.tiles import bench
+
+    assert "measured now" in bench.figure(scale_copy.scale_copy_program(4096), "scale_copy", M=4096, N=4096)
+    assert "measured now" in bench.figure(row_sum.row_sum_program(4096), "row_sum", M=4096, N=4096)
+    assert bench.latency(scale_copy.scale_copy_program(4096), "scale_copy", M=4096, N=4096).source == "measured"
