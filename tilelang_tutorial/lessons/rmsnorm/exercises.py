@@ -447,7 +447,7 @@ def _time_layouts(C, dtype, config, measured) -> str:
     for label, cfg in configs.items():
         try:
             kernel = runtime.compile_kernel(rs.rmsnorm_silu_program(C, dtype, cfg))
-            ms = timing.median_ms(lambda: kernel(x, gamma, y, EPS))
+            ms = timing.median_ms(lambda: runtime.run(kernel, x, gamma, y, EPS))
         except Exception as exc:   # a timing that fails is reported, never a verdict
             out.append(f"{label}: timing failed ({type(exc).__name__})")
             continue
