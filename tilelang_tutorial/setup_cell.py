@@ -31,7 +31,8 @@ import importlib, importlib.util, pathlib, subprocess, sys
 if importlib.util.find_spec("tilelang_tutorial") is None:
     here = pathlib.Path.cwd().resolve()
     places = [here, *here.parents, here / "tilelang-tutorial", pathlib.Path.home() / "tilelang-tutorial"]
-    root = next((p for p in places if (p / "pyproject.toml").is_file() and (p / "tilelang_tutorial").is_dir()), None)
+    root = next((place for place in places
+                 if (place / "pyproject.toml").is_file() and (place / "tilelang_tutorial").is_dir()), None)
     if root is None:
         raise RuntimeError(f"no checkout of the tutorial in or above {here}: clone it as tilelang-tutorial there")
     print(f"installing the tutorial from {root} (pip install -e; TileLang and its dependencies) ...")
