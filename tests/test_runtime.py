@@ -305,3 +305,15 @@ def test_triton_is_told_the_fp_fusion_default_so_it_does_not_warn():
     out = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", code], env=env, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "True", out.stderr[-1500:]
+
+
+def test_a_slow_step_says_what_it_is_doing_and_a_fast_one_stays_quiet(monkeypatch, capsys):
+    import time
+
+    monkeypatch.setattr(runtime, "COMPILE_NOTICE_S", 0.2)
+    with runtime._notice_after("[compile] slow ..."):
+        time.sleep(0.6)
+    with runtime._notice_after("[compile] fast ..."):
+        pass
+    time.sleep(0.4)
+    assert capsys.readouterr().out == "[compile] slow ...\n"

@@ -527,22 +527,10 @@ def compile_kernel(
     configs.update(pass_configs or {})
     # A cached kernel loads in a fraction of a second; a cold one can take a minute of lowering
     # and nvcc. Say so when it does, rather than sit silent.
-    notice = None
-    if COMPILE_NOTICE_S is not None:
-        import threading
-
-        attrs = getattr(program, "attrs", None)
-        name = str(attrs["global_symbol"]) if attrs is not None and "global_symbol" in attrs else "a kernel"
-        notice = threading.Timer(COMPILE_NOTICE_S, print, (
-            f"[compile] {name} for {arch}: lowering and nvcc, once (then loaded from the kernel cache) ...",),
-            {"flush": True})
-        notice.daemon = True
-        notice.start()
-    try:
+    attrs = getattr(program, "attrs", None)
+    name = str(attrs["global_symbol"]) if attrs is not None and "global_symbol" in attrs else "a kernel"
+    with _notice_after(f"[compile] {name} for {arch}: lowering and nvcc, once (then loaded from the kernel cache) ..."):
         kernel = tilelang.compile(program, out_idx=out_idx, target=target(arch), pass_configs=configs or None)
-    finally:
-        if notice is not None:
-            notice.cancel()
     m = mode()
     if m.name == "gpu" and m.arch == arch and arch in ARCHS:
         # About to launch on this GPU: a kernel that needs more shared memory than a block may have
@@ -578,9 +566,26 @@ def dynamic_shared_memory(kernel) -> int | None:
     return max(sizes) if sizes else None
 
 
-#: seconds a compile may take before :func:`compile_kernel` prints a line saying it is compiling
-#: (``None``: never)
+#: seconds a compile may take before :func:`compile_kernel` (or :func:`precompile`) prints a line
+#: saying it is compiling (``None``: never)
 COMPILE_NOTICE_S: float | None = 5.0
+
+
+@contextlib.contextmanager
+def _notice_after(text: str):
+    """Print ``text`` if the block is still running after :data:`COMPILE_NOTICE_S` seconds."""
+    if COMPILE_NOTICE_S is None:
+        yield
+        return
+    import threading
+
+    timer = threading.Timer(COMPILE_NOTICE_S, print, (text,), {"flush": True})
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def probe_program(block: int = 256):
@@ -623,7 +628,9 @@ def precompile(jobs, target: str, *, workers: int | None = None) -> dict:
     workers = workers or max(1, min(len(jobs), os.cpu_count() or 1))
     out = {}
     ctx = multiprocessing.get_context("spawn")       # never fork a process that may hold CUDA
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+    with _notice_after(f"[compile] {len(jobs)} kernel configurations in {workers} worker processes: lowering and "
+                       f"nvcc, once (then loaded from the kernel cache) ..."), \
+            concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
         futures = {pool.submit(_run_build, target, job): job for job in jobs}
         for fut in concurrent.futures.as_completed(futures):
             try:
