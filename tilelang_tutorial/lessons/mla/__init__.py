@@ -2,7 +2,9 @@
 
 Imports run one way: :mod:`.common` (sizes, split heuristic, signature, combine) -> the schedules
 (:mod:`.auto`; the hand-written :mod:`.ws` and :mod:`.seesaw` on :mod:`.hand_scheduled`) -> the op
-(:mod:`.op`). Also: :mod:`.reference` (torch reference, random paged inputs), :mod:`.emulation`
+(:mod:`.op`). Notebook 04 builds :mod:`.auto` in checked steps: :mod:`.mqa` (the single-head-group
+ramp), :mod:`.steps` (contiguous cache, then paged), then :mod:`.auto` (split-KV). Also:
+:mod:`.reference` (torch reference, random paged inputs), :mod:`.emulation`
 (the algorithm step by step in torch), :mod:`.triton_baseline`, :mod:`.exercises`, benchmark
 suites ``mla`` (:mod:`.bench`) and ``mla_timeline`` (:mod:`.timeline`).
 """
