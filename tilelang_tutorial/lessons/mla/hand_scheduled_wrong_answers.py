@@ -89,6 +89,8 @@ def ring_left_consumer_does_not_wait(n_blocks, block=128):
 
 #: Q and one stage only (222,208 - 73,728)
 SHARED_ONE_STAGE = {"seesaw_bytes": 148480, "own_p_buffers_fit": False}
+#: the 64 x 576 tiles right, the running maxima and row-sum shares (2 x 2 x 64 fp32) left out
+SHARED_NO_FP32_ARRAYS = {"seesaw_bytes": 222208 - 1024, "own_p_buffers_fit": False}
 #: every tile counted at 4 bytes per element
 SHARED_FP32 = {"seesaw_bytes": 2 * 222208, "own_p_buffers_fit": False}
 #: P counted in a 64 x 64 buffer of its own, as in the ws kernel
