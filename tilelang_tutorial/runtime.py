@@ -261,8 +261,13 @@ def current_arch() -> str:
     """The architecture kernels are compiled for right now.
 
     Order: :func:`set_arch`, then ``TILELANG_TUTORIAL_ARCH``, then the visible GPU (its own
-    target, or the nearest buildable one where its own cannot be built), then sm_90a.
+    target, or the nearest buildable one where its own cannot be built), then sm_90a. Read from
+    the cached :func:`mode` (ops ask on every call).
     """
+    return mode().arch
+
+
+def _choose_arch() -> str:
     if _arch_override is not None:
         return _arch_override
     env = os.environ.get(ARCH_ENV, "").strip()
@@ -358,7 +363,7 @@ def invalidate_mode() -> None:
 def _decide_mode() -> Mode:
     gpu = gpu_available()
     name = _device_name() if gpu else None
-    arch = current_arch()
+    arch = _choose_arch()
     can_compile = nvcc_path() is not None
     if gpu and _emulation_forced():
         return Mode("emulated", arch, name, can_compile, "forced")
