@@ -634,3 +634,13 @@ def test_the_recorded_figure_says_whether_the_readers_cell_was_measured():
     assert all(plots.builds_the_measured_program(gr.gemm_relu_program, r) for r in records)
     assert not any(plots.builds_the_measured_program(_no_relu_program, r) for r in records)
     assert "package's copy, not of your edit" in plots.whose_figures(_no_relu_program, records)
+
+
+@requires_gpu
+def test_notebook_02_times_only_a_kernel_that_checks_out():
+    """Notebook 02's GPU timing cell: the reader's kernel is checked at 4096^3 before it is timed;
+    a wrong one is reported with ✘ and not timed."""
+    line = plots.time_on_gpu(gr.gemm_relu_program, gr.SEED_CONFIG, size=1024)
+    assert "TFLOP/s" in line and "✘" not in line, line
+    line = plots.time_on_gpu(_no_relu_program, gr.SEED_CONFIG, size=1024)
+    assert line.startswith("✘") and "not timed" in line, line
