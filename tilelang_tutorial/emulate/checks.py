@@ -121,9 +121,11 @@ _PATTERN: dict = {}
 
 def _pattern_of(dt: np.dtype):
     """(unsigned view dtype, bit pattern) of the detectable poison of ``dt``, or None."""
-    key = dt.str if dt.names is None else str(dt)
-    if key in _PATTERN:
-        return _PATTERN[key]
+    try:
+        return _PATTERN[dt]
+    except KeyError:
+        pass
+    key = dt
     pat = None
     name = D.canonical(dt.name) if hasattr(dt, "name") else ""
     if name == "float16":
@@ -181,10 +183,12 @@ class Checker:
         self.locate = locate               # frame -> (where text, source line text, loop values)
         self.kernel = kernel_name
         self.dirty: dict = {}              # id(array) -> (BufRef, array): may still hold poison
+        self._scans: dict = {}             # id(array) -> reads checked so far
         self.findings: list[Finding] = []
         self._seen: set = set()
         self.x = None                      # the Exec (block index)
         self.roles = None                  # RoleTracker of the current block, or None
+        self.locate_line = None            # generated-code line -> (file:line, source text)
 
     # ------------------------------------------------------------------ reporting
     def _where(self, depth: int = 2):
@@ -192,6 +196,18 @@ class Checker:
         while f is not None and not f.f_code.co_filename.startswith(_GEN_PREFIX):
             f = f.f_back
         return self.locate(f) if f is not None else ("", "", "")
+
+    def gen_line(self, depth: int = 2) -> int:
+        """The line of the generated code executing now (resolved to a source line only when a
+        finding needs it: cheap enough for every access)."""
+        f = sys._getframe(depth)
+        while f is not None and not f.f_code.co_filename.startswith(_GEN_PREFIX):
+            f = f.f_back
+        return f.f_lineno if f is not None else -1
+
+    def line_text(self, gen_line: int) -> str:
+        where, src = self.locate_line(gen_line) if self.locate_line is not None else ("", "")
+        return f"{where} ({src})" if src else where
 
     def report(self, kind: str, key, buffer: str, element, message: str, lines=(), who=()) -> None:
         if key in self._seen:
@@ -209,6 +225,7 @@ class Checker:
     def track(self, ref, arr) -> None:
         if _pattern_of(arr.dtype) is not None:
             self.dirty[id(arr)] = (ref, arr)
+            self._scans.pop(id(arr), None)
 
     def _still_dirty(self, arr):
         base = arr if arr.base is None else arr.base
@@ -216,7 +233,11 @@ class Checker:
         if ent is None or ent[1] is not base:
             return None
         pat = _pattern_of(base.dtype)
-        if not np.any(_poisoned(base, pat)):
+        n = self._scans.get(id(base), 0)
+        self._scans[id(base)] = n + 1
+        # the whole buffer is scanned on the first read and then every 16th: a buffer the program
+        # fills completely leaves the dirty set, one it never fills is not rescanned at every read
+        if n % 16 == 0 and not np.any(_poisoned(base, pat)):
             del self.dirty[id(base)]
             return None
         return ent, pat
@@ -351,7 +372,7 @@ class RoleTracker:
     Roles are keyed by the scheduler's Role objects. ``clock[r]`` is a dict role-key -> int. An
     access record is (role key, clock value of that role at the access, box, is_write, where)."""
 
-    MAX_RECORDS = 64
+    MAX_RECORDS = 24
 
     def __init__(self, checker: Checker):
         self.checker = checker
@@ -372,7 +393,7 @@ class RoleTracker:
             c = dict(self.clock_of(parent)) if parent is not None else {}
             c[k] = c.get(k, 0) + 1
             self.clock[k] = c
-            self.names[k] = role.label() if hasattr(role, "label") else str(role)
+            self.names[k] = role            # labelled only when a finding names it
         return c
 
     def tick(self, role) -> None:
@@ -413,18 +434,25 @@ class RoleTracker:
             self._join(self.clock_of(r), joined)
             self.tick(r)
 
+    def _label(self, k) -> str:
+        r = self.names.get(k)
+        return r.label() if hasattr(r, "label") else str(r)
+
     def finished(self, role) -> None:
         """A sub-role ended: its parent resumes after it (the parent waits for its sub-roles)."""
         parent = role.parent
         if parent is not None:
             self._join(self.clock_of(parent), self.clock_of(role))
 
-    def access(self, role, ref, box, write: bool, where: str) -> None:
+    def access(self, role, ref, box, write: bool, where: int) -> None:
+        """``where``: the generated-code line (Checker.gen_line)."""
         if role is None or getattr(role, "parent", None) is None:
             return                       # the whole block outside warp-specialised branches
         k = self._key(role)
         c = self.clock_of(role)
-        recs = self.records.setdefault(ref.name, [])
+        recs = self.records.get(ref.name)
+        if recs is None:
+            recs = self.records[ref.name] = []
         for (rk, rc, rbox, rw, rwhere) in recs:
             if rk == k or not (rw or write):
                 continue
@@ -434,12 +462,14 @@ class RoleTracker:
                 continue
             elem = tuple(max(a[0], b[0]) for a, b in zip(rbox, box))
             kinds = ("writes" if rw else "reads", "writes" if write else "reads")
-            msg = (f"race: {ref.label()} element {_fmt_elem(elem)}: {self.names.get(rk, '?')} {kinds[0]} it at "
-                   f"{rwhere} and {self.names[k]} {kinds[1]} it at {where} with no mbarrier wait or "
+            rwhere, where = self.checker.line_text(rwhere), self.checker.line_text(where)
+            rname, name = self._label(rk), self._label(k)
+            msg = (f"race: {ref.label()} element {_fmt_elem(elem)}: {rname} {kinds[0]} it at "
+                   f"{rwhere} and {name} {kinds[1]} it at {where} with no mbarrier wait or "
                    f"barrier ordering them [kernel {self.checker.kernel}, block "
                    f"{tuple(int(v) for v in self.checker.x.block)}]")
             self.checker.report("race", ("roles", ref.name, rwhere, where), ref.name, elem, msg,
-                                [rwhere, where], [self.names.get(rk, "?"), self.names[k]])
+                                [rwhere, where], [rname, name])
             break
         recs.append((k, c.get(k, 0), box, write, where))
         if len(recs) > self.MAX_RECORDS:

@@ -260,6 +260,7 @@ class EmulatedKernel:
         chk = None
         if self.checks & {"uninit", "races"}:
             chk = C.Checker(self.checks, self.strict, self._locate_finding, self.name)
+            chk.locate_line = self._locate_line
         x = RT.Exec(out=sys.stdout, chk=chk)
         if chk is not None:
             chk.x = x
@@ -482,6 +483,22 @@ class EmulatedKernel:
         if loops:
             out.append(loops)
         return out
+
+    def _locate_line(self, lineno: int):
+        """(file:line, source text) of a line of the generated code."""
+        ln = lineno - 1
+        site = None
+        if 0 <= ln < len(self._gen.line_sites) and self._gen.line_sites[ln] >= 0:
+            site = self._gen.sites[self._gen.line_sites[ln]]
+        if site is None:
+            return ("?", "")
+        from .codegen import _in_library
+        if site.span is None or _in_library(site.span[0]):
+            return (f"`{short(site.stmt, 90)}`", "")
+        src = source_line(site.span)
+        if "  #" in src:
+            src = src.split("  #", 1)[0].rstrip()
+        return (fmt_span(site.span), src)
 
     def _locate_finding(self, frame):
         """(file:line, source text, loop values) of a frame of the generated code."""

@@ -537,6 +537,11 @@ def _role_elems(x, ref, mask, ixf, write):
     if sched is None or sched.current is None or sched.current.parent is None:
         return
     kind, *rest = ixf()
+    if kind == "sl" and mask is None:
+        box = tuple((s.start, s.start + (len(range(s.start, s.stop, s.step or 1)) - 1) * (s.step or 1) + 1)
+                    if isinstance(s, slice) else (int(s), int(s) + 1) for s in rest[0])
+        x.chk.roles.access(sched.current, ref, box, write, x.chk.gen_line(4))
+        return
     if kind == "sl":
         sl, post = rest
         raw = _slices_to_index_arrays(sl)
@@ -552,8 +557,7 @@ def _role_elems(x, ref, mask, ixf, write):
             return
         ixs = [np.broadcast_to(i, shape)[m] for i in ixs]
     box = tuple((int(np.min(i)), int(np.max(i)) + 1) for i in ixs)
-    where, src, _ = x.chk._where(4)
-    x.chk.roles.access(sched.current, ref, box, write, f"{where} ({src})" if src else where)
+    x.chk.roles.access(sched.current, ref, box, write, x.chk.gen_line(4))
 
 
 def _rd(x, ref, arr, win, what, sub=None):
@@ -580,8 +584,7 @@ def _role_access(x, ref, win, write):
     if sched is None or sched.current is None:
         return
     box = tuple((int(s.start or 0), int(s.stop)) for s in win)
-    where, src, _ = x.chk._where(4)
-    x.chk.roles.access(sched.current, ref, box, write, f"{where} ({src})" if src else where)
+    x.chk.roles.access(sched.current, ref, box, write, x.chk.gen_line(4))
 
 
 def alloc_barriers(name: str, shape, counts) -> np.ndarray:
