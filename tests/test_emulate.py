@@ -355,11 +355,15 @@ def test_random_reductions():
 # =============================================================================================
 # errors
 # =============================================================================================
-def test_forgotten_clear_shows_as_nan():
+def test_forgotten_clear_shows_as_nan_and_is_named():
     a, b = torch.randn(64, 64).half(), torch.randn(64, 64).half()
     c = torch.zeros(64, 64).half()
-    emulate.run(K.gemm_without_clear(), a, b, c)
+    with pytest.warns(emulate.UninitialisedReadWarning, match=r"fragment buffer Cf element \[0, 0\] is read by "
+                      r"T.gemm \(accumulator C, clear_accum=False\).*emulate_kernels.py:\d+: T.gemm\(As, Bs, Cf\)"):
+        emulate.run(K.gemm_without_clear(), a, b, c)
     assert torch.isnan(c).all()
+    [f] = emulate.last_findings()
+    assert (f.kind, f.buffer, f.element) == ("uninit", "Cf", (0, 0))
 
 
 def test_out_of_bounds_shared_read_names_buffer_index_and_line():

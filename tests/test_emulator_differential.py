@@ -202,3 +202,13 @@ def test_shared_memory_limit_is_checked_before_running():
 def test_threads_per_block_limit():
     with pytest.raises(emulate.LimitExceeded, match="threads=2048 per block exceeds the CUDA limit of 1024"):
         emulate.run(EC.limit_threads(), torch.randn(4096), torch.zeros(4096))
+
+
+def test_registers_reported_by_ptxas_are_checked_when_given():
+    small = EC.parallel_sum_one_element()
+    x = torch.randn(128)
+    emulate.run(small, x, torch.zeros(1), registers=200)                    # 200 x 128 fits
+    with pytest.raises(emulate.LimitExceeded, match="exceeds the 255 a thread may use"):
+        emulate.run(small, x, torch.zeros(1), registers={"k": {"registers": 300}})
+    with pytest.raises(emulate.LimitExceeded, match="registers per block"):
+        emulate.run(EC.race_thread_store(1024), torch.zeros(1, dtype=torch.int32), registers=128)

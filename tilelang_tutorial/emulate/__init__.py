@@ -73,7 +73,8 @@ def compile(program, *, checks=None, strict: bool = False) -> EmulatedKernel:  #
     return get_kernel(program, checks if checks is not None else _default_checks(), strict)
 
 
-def run(program, *args, checks=None, strict: bool = False, arch: str | None = None, **scalars):
+def run(program, *args, checks=None, strict: bool = False, arch: str | None = None, registers=None,
+        **scalars):
     """Run ``program`` on CPU tensors in place; returns the allocated outputs of a JITKernel with
     ``out_idx``, else None. See the module docstring.
 
@@ -82,12 +83,14 @@ def run(program, *args, checks=None, strict: bool = False, arch: str | None = No
     block on ``arch``, default the tutorial's current architecture), comma-separated, or
     ``"all"`` / ``"none"``. Findings are issued as one-line warnings and kept in
     :func:`last_findings`; ``strict=True`` raises the first one instead (:class:`Race`,
-    :class:`UninitialisedRead`). A limit that is exceeded always raises :class:`LimitExceeded`."""
+    :class:`UninitialisedRead`). A limit that is exceeded always raises :class:`LimitExceeded`;
+    ``registers`` (per-thread registers as ptxas reported them: an int or
+    ``inspector.resource_usage(kernel)``) adds the register limits to the check."""
     global _last, _last_findings
     k = get_kernel(program, checks if checks is not None else _default_checks(), strict)
     try:
         arrays, outputs = k._bind(args, scalars)
-        return k._launch(arrays, outputs, arch)
+        return k._launch(arrays, outputs, arch, registers)
     finally:
         _last = k.last_stats
         _last_findings = list(k.last_findings)

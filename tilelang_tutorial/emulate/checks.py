@@ -537,6 +537,31 @@ def tvm_bits(dtype) -> int:
     return int(dt.bits) * int(dt.lanes)
 
 
+REGS_PER_THREAD = 255
+REGS_PER_SM = 65536
+
+
+def check_registers(func, name: str, registers) -> None:
+    """``registers``: per-thread registers as ptxas reported them (an int, or the dict
+    ``inspector.resource_usage(kernel)`` returns: kernel name -> {"registers": n, ...}). Raise
+    LimitExceeded when a thread needs more than 255 or the block more than the 64 Ki registers of
+    an SM."""
+    if registers is None:
+        return
+    if isinstance(registers, dict):
+        regs = [int(v.get("registers", 0)) if isinstance(v, dict) else int(v) for v in registers.values()]
+        registers = max(regs) if regs else 0
+    registers = int(registers)
+    threads = [t for t, _, _ in shared_bytes(func) if t is not None]
+    n = max((int(np.prod(t)) for t in threads), default=1)
+    if registers > REGS_PER_THREAD:
+        raise LimitExceeded(f"{name}: {registers} registers per thread exceeds the {REGS_PER_THREAD} a thread may use")
+    if registers * n > REGS_PER_SM:
+        raise LimitExceeded(f"{name}: {registers} registers x {n} threads = {registers * n} registers per block, more "
+                            f"than the {REGS_PER_SM} of one SM; the launch would fail (fewer threads, or "
+                            "T.annotate_min_blocks_per_sm / smaller tiles for fewer registers)")
+
+
 def check_limits(func, name: str, arch: str | None) -> None:
     """Raise LimitExceeded (one line) when a kernel of ``func`` cannot launch on ``arch``."""
     try:

@@ -254,9 +254,10 @@ class EmulatedKernel:
         arrays, outputs = self._bind(args, kwargs)
         return self._launch(arrays, outputs)
 
-    def _launch(self, arrays, outputs, arch: str | None = None):
+    def _launch(self, arrays, outputs, arch: str | None = None, registers=None):
         if "limits" in self.checks:
             self.check_limits(arch)
+            C.check_registers(self.func, self.name, registers)
         chk = None
         if self.checks & {"uninit", "races"}:
             chk = C.Checker(self.checks, self.strict, self._locate_finding, self.name)
