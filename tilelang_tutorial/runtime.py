@@ -536,10 +536,11 @@ def compile_kernel(
     name = str(attrs["global_symbol"]) if attrs is not None and "global_symbol" in attrs else "a kernel"
     with _notice_after(f"[compile] {name} for {arch}: lowering and nvcc, once (then loaded from the kernel cache) ..."):
         kernel = tilelang.compile(program, out_idx=out_idx, target=target(arch), pass_configs=configs or None)
-    m = mode()
-    if m.name == "gpu" and m.arch == arch and arch in ARCHS:
-        # About to launch on this GPU: a kernel that needs more shared memory than a block may have
-        # would fail at its first launch with a CUDA error; say it in one line here instead.
+    # In GPU mode, about to launch on this GPU: a kernel that needs more shared memory than a block
+    # may have would fail at its first launch with a CUDA error; say it in one line here instead.
+    # (Only where this process has already found its mode to be GPU: compile workers never touch CUDA.)
+    m = mode() if _gpu_run_key is not None and _run_key() == _gpu_run_key else None
+    if m is not None and m.name == "gpu" and m.arch == arch and arch in ARCHS:
         need, limit = dynamic_shared_memory(kernel), ARCHS[arch].smem_per_block
         if need is not None and need > limit:
             raise ArchError(f"this kernel needs {need // 1024} KiB of shared memory per block and a {m.device_name} "
