@@ -80,6 +80,8 @@ def exercise_cases():
                      WrongAnswer("added after the norm", wrong.wrong_residual_after_norm, "r is added after the norm"),
                      WrongAnswer("x + r summed in fp16", wrong.wrong_residual_fp16_sum, "exceeds 65504"),
                      WrongAnswer("eps left out", wrong.wrong_residual_no_eps, "eps belongs inside the square root"),
+                     WrongAnswer("eps added after the root", wrong.wrong_residual_eps_outside_the_root,
+                                 "eps belongs inside the square root"),
                      WrongAnswer("R's fragment not annotated", wrong.wrong_residual_r_not_annotated, "r not annotated"),
                  )),
     ]

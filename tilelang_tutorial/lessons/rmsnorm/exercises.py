@@ -229,28 +229,65 @@ def _run_residual(res: ExerciseResult, kernel, C: int, dtype: str) -> bool:
     res.failed(f"wrong values ({what}) in the {', '.join(wrong)} rows: {whole}")
     for kind in wrong:
         res.hint(f"{kind} rows: {by_kind[kind]}")
-    if "ordinary" in wrong:
-        after_norm = _silu(x.float() * _rstd(x.float()) * gamma.float() + r.float())
-        no_residual = _silu(x.float() * _rstd(x.float()) * gamma.float())
-        rows = ROW_KINDS["ordinary"]
-        if checks.compare(y[rows], after_norm[rows], tolerance=tolerance).ok:
-            res.hint("the ordinary rows equal silu(rms_norm(x) * gamma + r): r is added after the norm; "
-                     "add it first, h = x + r, and normalise h")
-        elif checks.compare(y[rows], no_residual[rows], tolerance=tolerance).ok:
-            res.hint("the ordinary rows equal silu(rms_norm(x) * gamma): R is never added")
-        else:
-            res.hint("even ordinary N(0, 1) rows are wrong: compare your loops with the kernel's, one step at a time "
-                     "(h = x + r, the sum of squares of h, rsqrt(mean + eps), h * rstd * gamma, silu)")
-        return False
-    if "large" in wrong:
-        res.hint("the rows where x + r exceeds 65504 (fp16's largest value) are wrong: the sum was formed in 16 bits "
-                 "and overflowed to inf. Cast each input to float32 before adding: "
-                 "T.Cast('float32', x[i, j]) + T.Cast('float32', r[i, j])")
-    if "tiny" in wrong or "zero" in wrong:
-        res.hint("rows whose mean square is below eps (1e-5) are wrong"
-                 + (", and rows with x + r = 0 came out NaN (1/sqrt(0) = inf, times 0)" if "zero" in wrong else "")
-                 + ": eps belongs inside the square root, T.rsqrt(sum_of_squares / C + eps)")
+    # Which plausible mistake the output matches, computed in torch on the same inputs.
+    matched = [advice for mistake, advice in _MISTAKES if _same(y, mistake(x, r, gamma), tolerance)]
+    if matched:
+        res.hint(matched[0])
+    elif "ordinary" in wrong:
+        res.hint("even ordinary N(0, 1) rows are wrong: compare your loops with the kernel's, one step at a time "
+                 "(h = x + r, the sum of squares of h, rsqrt(mean + eps), h * rstd * gamma, silu)")
+    elif wrong == ["large"]:
+        res.hint("only the rows where x + r exceeds 65504 (fp16's largest value) are wrong: is every step from the "
+                 "sum on in fp32?")
+    else:
+        res.hint("ordinary rows are right, rows with a mean square near or at zero are not: look at eps, which "
+                 "belongs inside the square root, T.rsqrt(sum_of_squares / C + eps)")
     return False
+
+
+def _rows(h, rstd, gamma):
+    """silu(h * rstd * gamma) in fp32."""
+    return _silu(h * rstd * gamma.float())
+
+
+def _mean_square(h):
+    return h.pow(2).mean(-1, keepdim=True)
+
+
+#: (what a plausible mistake computes, the advice when the reader's output matches it)
+_MISTAKES = (
+    (lambda x, r, g: _silu(x.float() * _rstd(x.float()) * g.float() + r.float()),
+     "the output equals silu(rms_norm(x) * gamma + r): r is added after the norm; add it first, h = x + r, and "
+     "normalise h"),
+    (lambda x, r, g: _rows(x.float(), _rstd(x.float()), g),
+     "the output equals silu(rms_norm(x) * gamma): R is never added"),
+    (lambda x, r, g: _rows((x + r).float(), _rstd((x + r).float()), g),
+     "the output equals the formula with x + r added in 16 bits: where the sum exceeds 65504 (fp16's largest "
+     "value) it is inf, and its row is lost. Cast each input to float32 before adding: "
+     "T.Cast('float32', x[i, j]) + T.Cast('float32', r[i, j])"),
+    (lambda x, r, g: _rows(x.float() + r.float(), _mean_square(x.float() + r.float()).rsqrt(), g),
+     "the output equals the formula without eps: rows whose mean square is below eps (1e-5) are scaled too much, "
+     "and x + r = 0 gives 1/sqrt(0) = inf, times 0 = NaN. eps belongs inside the square root, "
+     "T.rsqrt(sum_of_squares / C + eps)"),
+    (lambda x, r, g: _rows(x.float() + r.float(), _mean_square(x.float() + r.float()).rsqrt() + EPS, g),
+     "the output equals 1/sqrt(mean(h^2)) + eps, eps added after the root (TileLang's examples/norm/rms_norm.py "
+     "writes it so, with 1e-12): wrong wherever 1/rms is not much larger than eps. eps belongs inside the square "
+     "root, T.rsqrt(sum_of_squares / C + eps)"),
+)
+
+
+def _same(y, candidate, tolerance) -> bool:
+    """y equals candidate: NaN (or inf) at the same places, and within tolerance elsewhere."""
+    import torch
+
+    y64, c64 = y.double(), candidate.double()
+    bad_y, bad_c = ~torch.isfinite(y64), ~torch.isfinite(c64)
+    if not torch.equal(bad_y, bad_c):
+        return False
+    keep = ~bad_y
+    if not keep.any():
+        return True
+    return checks.compare(y64[keep], c64[keep], tolerance=tolerance).ok
 
 
 def _rstd(h):

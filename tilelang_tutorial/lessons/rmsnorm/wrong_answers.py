@@ -165,6 +165,42 @@ def wrong_residual_no_eps(C, dtype="float16"):
     return main
 
 
+def wrong_residual_eps_outside_the_root(C, dtype="float16"):
+    """Plausible wrong answer: 1/sqrt(mean(h^2)) + eps, eps added after the root (as TileLang's
+    examples/norm/rms_norm.py writes it, with 1e-12): right on ordinary rows, wrong where the mean
+    square is near or at zero."""
+    from .kernel import row_group_layout
+
+    group, threads, block_m, width = _residual_layout(C, dtype)
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def main(X: T.Tensor((m, C), dtype), R: T.Tensor((m, C), dtype), Gamma: T.Tensor((C,), dtype),
+             Y: T.Tensor((m, C), dtype), eps: T.float32):
+        with T.Kernel(T.ceildiv(m, block_m), threads=threads) as bx:
+            x = T.alloc_fragment((block_m, width), dtype)
+            r = T.alloc_fragment((block_m, width), dtype)
+            h = T.alloc_fragment((block_m, width), "float32")
+            sq = T.alloc_fragment((block_m, width), "float32")
+            rstd = T.alloc_fragment((block_m,), "float32")
+            y = T.alloc_fragment((block_m, width), dtype)
+            T.annotate_layout({buf: row_group_layout(block_m, width, group, threads) for buf in (x, r, h, sq, y)})
+            T.copy(X[bx * block_m, 0], x)
+            T.copy(R[bx * block_m, 0], r)
+            for i, j in T.Parallel(block_m, width):
+                h[i, j] = T.Cast("float32", x[i, j]) + T.Cast("float32", r[i, j])
+                sq[i, j] = h[i, j] * h[i, j]
+            T.reduce_sum(sq, rstd, dim=1)
+            for i in T.Parallel(block_m):
+                rstd[i] = T.rsqrt(rstd[i] * (1.0 / C)) + eps        # eps outside the root
+            for i, j in T.Parallel(block_m, width):
+                v = h[i, j] * rstd[i] * T.Cast("float32", Gamma[j])
+                y[i, j] = T.Cast(dtype, v / (1.0 + T.exp2(v * -_LOG2_E)))
+            T.copy(y, Y[bx * block_m, 0])
+
+    return main
+
+
 def wrong_residual_r_not_annotated(C, dtype="float16"):
     """Plausible wrong answer: the solution with R's fragment left out of T.annotate_layout (the
     spec asks for every (block_m, width) fragment to carry the row-group layout)."""
