@@ -263,6 +263,33 @@ def race_thread_store(N=128):
     return thread_store
 
 
+def race_shift_in_shared(N=128):
+    """s[i] = s[i + 1]: each thread reads the element its neighbour writes in the same step."""
+    @T.prim_func
+    def shift(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            s = T.alloc_shared((N + 1,), "float32")
+            T.copy(X, s[0:N])
+            s[N] = 0
+            for i in T.Parallel(N):
+                s[i] = s[i + 1] * 2
+            T.copy(s[0:N], Y)
+    return shift
+
+
+def clean_in_place_update(N=128):
+    """s[i] = s[i] * 2: each lane reads only what it writes."""
+    @T.prim_func
+    def in_place(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            s = T.alloc_shared((N,), "float32")
+            T.copy(X, s)
+            for i in T.Parallel(N):
+                s[i] = s[i] * 2 + s[i]
+            T.copy(s, Y)
+    return in_place
+
+
 def roles_exchange(steps=3, bm=16, n=32, sync="mbarrier"):
     """A producer role fills a shared tile that a consumer role reads. ``sync``: "mbarrier" (the
     roles hand the tile over with full/empty mbarriers: ordered), "none" (no barriers: a race;

@@ -212,3 +212,18 @@ def test_registers_reported_by_ptxas_are_checked_when_given():
         emulate.run(small, x, torch.zeros(1), registers={"k": {"registers": 300}})
     with pytest.raises(emulate.LimitExceeded, match="registers per block"):
         emulate.run(EC.race_thread_store(1024), torch.zeros(1, dtype=torch.int32), registers=128)
+
+
+def test_shared_read_of_a_neighbours_write_in_one_step_is_a_race():
+    fs = _findings(EC.race_shift_in_shared(), torch.randn(128), torch.zeros(128))
+    assert [f.kind for f in fs] == ["race"], fs
+    f = fs[0]
+    assert f.buffer == "s" and "is read by thread 0 (iteration 0) and written by thread 1 (iteration 1)" in f.message
+    assert f.element == (1,)
+
+
+def test_in_place_update_is_not_a_race():
+    x = torch.randn(128)
+    y = torch.zeros(128)
+    assert _findings(EC.clean_in_place_update(), x, y) == []
+    assert torch.allclose(y, x * 3)

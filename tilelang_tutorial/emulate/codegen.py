@@ -756,8 +756,24 @@ class CodeGen:
         return Ex(f"_rt.gather({ref}, {arr}, ({ix}), {m}, _x)", axes, dt)
 
     def store(self, s: tir.BufferStore) -> None:
-        self._store(s)
         bi = self.buf(s.buffer)
+        if bi.scope in E.SHARED_SCOPES:
+            # a statement that reads other elements of the shared buffer it writes: lanes of other
+            # threads may read an element in the same step that one writes (no barrier between)
+            others = []
+
+            def fn(n):
+                if isinstance(n, tir.BufferLoad) and n.buffer.data.same_as(s.buffer.data) and not (
+                        len(n.indices) == len(s.indices)
+                        and all(tvm.ir.structural_equal(a, b) for a, b in zip(n.indices, s.indices))):
+                    others.append(n)
+            tir.stmt_functor.post_order_visit(tir.Evaluate(s.value), fn)
+            if others:
+                wvec = bool(frozenset().union(*[x.axes for x in self._index_exs(bi, s.indices)]))
+                rs_ = ", ".join(self._ixf(bi, n.indices, True) for n in others)
+                self.emit(f"_rt.step_rw(_x, {bi.ref}, {bi.name}, {self._ixf(bi, s.indices, wvec)}, [{rs_}], "
+                          f"{self.mask or 'None'}, {self.tids})")
+        self._store(s)
         if self.role_mode and bi.scope in E.SHARED_SCOPES:
             vec = bool(frozenset().union(*[x.axes for x in self._index_exs(bi, s.indices)])) if s.indices else False
             self.emit(f"_rt.rs(_x, {bi.ref}, {self.mask or 'None'}, {self._ixf(bi, s.indices, vec)})")

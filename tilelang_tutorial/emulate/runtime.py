@@ -560,6 +560,82 @@ def _role_elems(x, ref, mask, ixf, write):
     x.chk.roles.access(sched.current, ref, box, write, x.chk.gen_line(4))
 
 
+def _lane_indices(ixf):
+    kind, *rest = ixf()
+    if kind == "sl":
+        sl, post = rest
+        raw = _slices_to_index_arrays(sl)
+        full = np.broadcast_shapes(*[np.shape(i) for i in raw])
+        return [post(np.broadcast_to(i, full)) for i in raw]
+    return [np.asarray(i) for i in rest[0]]
+
+
+def step_rw(x, ref, arr, wixf, rixfs, mask, tids) -> None:
+    """Race check of one shared-memory store statement that also reads the buffer: a lane reading
+    an element that a lane of another thread writes in the same step."""
+    chk = x.chk
+    if chk is None or not chk.races:
+        return
+    w = _lane_indices(wixf)
+    rs = [_lane_indices(f) for f in rixfs]
+    shapes = [np.shape(i) for i in w] + [np.shape(i) for r in rs for i in r]
+    if mask is not None:
+        shapes.append(np.shape(mask))
+    shape = np.broadcast_shapes(*shapes)
+    if not shape or int(np.prod(shape)) < 2:
+        return
+    act = np.ones(shape, bool) if mask is None else np.broadcast_to(np.asarray(mask, bool), shape)
+
+    def lin(ixs):
+        full = [np.broadcast_to(i, shape) for i in ixs]
+        ok = act.copy()
+        for i, n in zip(full, arr.shape):
+            ok &= (i >= 0) & (i < n)
+        safe = [np.where(ok, i, 0) for i in full]
+        return np.ravel_multi_index(tuple(safe), arr.shape).reshape(-1), ok.reshape(-1)
+
+    wl, wok = lin(w)
+    wpos = np.flatnonzero(wok)
+    if wpos.size == 0:
+        return
+    order = np.argsort(wl[wpos], kind="stable")
+    wsorted, wsp = wl[wpos][order], wpos[order]
+    tids = np.asarray(tids).reshape(-1)
+    nt = tids.size
+
+    def thread(p):
+        pos = np.unravel_index(p, shape)
+        if shape[0] > 1:
+            return tids[pos[0]]
+        k = np.ravel_multi_index(pos[1:], shape[1:]) if len(shape) > 1 else np.zeros_like(p)
+        return tids[k % nt]
+    for r in rs:
+        rl_, rok = lin(r)
+        rpos = np.flatnonzero(rok)
+        if rpos.size == 0:
+            continue
+        j = np.searchsorted(wsorted, rl_[rpos])
+        j = np.clip(j, 0, wsorted.size - 1)
+        hit = wsorted[j] == rl_[rpos]
+        if not np.any(hit):
+            continue
+        rp, wp = rpos[hit], wsp[j[hit]]
+        differ = thread(rp) != thread(wp)
+        if not np.any(differ):
+            continue
+        a, b = int(rp[differ][0]), int(wp[differ][0])
+        elem = np.unravel_index(int(rl_[a]), arr.shape)
+        where, src, _ = chk._where(2)
+        ra, wb = chk._lane(a, shape, tids), chk._lane(b, shape, tids)
+        from .checks import _fmt_elem
+        msg = (f"race: {ref.label()} element {_fmt_elem(elem)} is read by {ra} and written by {wb} in the same "
+               f"step, at {where}" + (f": {src}" if src else "") + f" [kernel {chk.kernel}, block "
+               f"{tuple(int(v) for v in x.block)}]; no barrier orders them inside one statement (write the result "
+               "to another buffer, or split the statement with a T.sync_threads() between)")
+        chk.report("race", ("rw", ref.name, where), ref.name, elem, msg, [f"{where}: {src}"] * 2, [ra, wb])
+        return
+
+
 def _rd(x, ref, arr, win, what, sub=None):
     """A tile operator reads ``arr[win]``: uninitialised-read and role-race checks."""
     chk = x.chk
