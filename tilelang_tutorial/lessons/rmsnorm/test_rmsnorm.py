@@ -714,6 +714,16 @@ def test_dispatch_matches_reference_every_width(compiled_all, C):
 
 
 @requires_gpu
+@pytest.mark.parametrize("C", [160, 640, 96])
+def test_dispatch_from_a_factory_matches_reference_on_gpu(C):
+    """Notebook 05's drop-in with the reader's factory, on the GPU (96 takes the Triton path)."""
+    drop_in = nd.fused_rmsnorm_silu_from(rs.rmsnorm_silu_program)
+    _run_and_compare(drop_in, (2, 3, 17, C), "float16", True)
+    _run_and_compare(drop_in, (999, C), "bfloat16", False)
+    _run_and_compare(drop_in, (999, C), "float16", False)    # a second call: the cached validation
+
+
+@requires_gpu
 @pytest.mark.parametrize("C,conv", [(160, "3d"), (96, "3d"), (320, "2d")])
 def test_vae_block_drop_in_matches_eager_on_gpu(compiled_all, C, conv):
     from tilelang_tutorial.lessons.rmsnorm import vae_block as vb
