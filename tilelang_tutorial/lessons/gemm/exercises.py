@@ -305,9 +305,11 @@ def _epilogue_symptom(a, b, bias, out, within) -> str:
                                             "(read Bias[bx * block_N + j] for column j of the tile)")
     scores = {name: within(out, value) for name, (value, _) in candidates.items()}
     best = min(scores, key=scores.get)
-    if scores[best] <= 1.0:
-        return candidates[best][1]
     exact = gelu(x)
+    # a match: within the allowance, or far closer to the mistake than to the exact GELU (a GPU's
+    # own tanh or exp may round differently from torch's)
+    if scores[best] <= 1.0 or scores[best] * 8 < within(out, exact):
+        return candidates[best][1]
     error = (out.float() - exact).abs()
     worst = int(error.argmax())
     return (f"furthest from the exact GELU at pre-activation x = {float(x.flatten()[worst]):.3g}: the kernel wrote "
