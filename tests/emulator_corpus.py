@@ -237,6 +237,16 @@ def race_shared_same_step(N=128):
     return shared_race
 
 
+def race_global_same_step(N=128):
+    """Every T.Parallel iteration adds into Y[0] (global) without an atomic."""
+    @T.prim_func
+    def global_race(X: T.Tensor((N,), "float32"), Y: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(N):
+                Y[0] = Y[0] + X[i]
+    return global_race
+
+
 def clean_shared_same_value(N=128):
     """Every lane writes the same value into s[0] (a flag): not reported."""
     @T.prim_func

@@ -227,3 +227,12 @@ def test_in_place_update_is_not_a_race():
     y = torch.zeros(128)
     assert _findings(EC.clean_in_place_update(), x, y) == []
     assert torch.allclose(y, x * 3)
+
+
+def test_global_same_step_race_without_atomic():
+    fs = _findings(EC.race_global_same_step(), torch.randn(128), torch.zeros(1))
+    assert [f.kind for f in fs] == ["race"] and "global buffer Y element [0]" in fs[0].message
+    # the same sum with T.atomic_add is not a race (tests/emulate_kernels.py::histogram)
+    import emulate_kernels as K
+    assert _findings(K.histogram(300), torch.randint(0, 16, (300,), dtype=torch.int32), torch.randn(300),
+                     torch.zeros(16, dtype=torch.int32), torch.zeros(1)) == []

@@ -314,7 +314,7 @@ class Checker:
         """Lanes of one store: ``ixs`` (flattened element indices per dim), ``v`` (values),
         ``positions`` (flat lane positions in the broadcast ``shape``). Reports two lanes writing
         one element with different values."""
-        if ref.scope not in ("shared", "shared.dyn", "local.fragment") or v.size < 2:
+        if ref.scope not in ("shared", "shared.dyn", "local.fragment", "global") or v.size < 2:
             return
         lin = np.ravel_multi_index(tuple(np.asarray(i, dtype=np.int64) for i in ixs), arr.shape)
         order = np.argsort(lin, kind="stable")

@@ -370,13 +370,15 @@ def scatter(ref: BufRef, arr, ix: tuple, val, mask, x: Exec) -> None:
         if ref.is_global:
             x.stats["dropped_stores"] += 1
             ok = np.broadcast_to(ok, np.shape(ixs[0]))
+            if x.chk is not None and x.chk.races:
+                positions = (np.flatnonzero(ok) if positions is None else positions[ok.reshape(-1)])
             ixs = [i[ok] for i in ixs]
             v = v[ok]
         else:
             bad = ~np.broadcast_to(ok, np.shape(ixs[0]))
             if np.any(bad):
                 _raise_first(ref, arr, "write", ixs, bad)
-    if x.chk is not None and x.chk.races and not ref.is_global:
+    if x.chk is not None and x.chk.races:
         if positions is None:
             positions = np.arange(int(np.prod(shape)) if shape else 1)
         x.chk.same_step(ref, arr, [np.asarray(i).reshape(-1) for i in ixs], np.asarray(v).reshape(-1), shape,
@@ -395,7 +397,7 @@ def store_lanes(ref: BufRef, arr, ix: tuple, val, mask, x: Exec) -> None:
     """A store whose element index is the same for every lane while the value or the mask vary
     (``flag[0] = 1`` inside a T.Parallel ``if``): written if any lane is active; the value of the
     last active lane wins."""
-    racy = x.chk is not None and x.chk.races and not ref.is_global and isinstance(val, np.ndarray) and val.ndim
+    racy = x.chk is not None and x.chk.races and isinstance(val, np.ndarray) and val.ndim
     if mask is not None:
         m = np.asarray(mask)
         if not m.any():
