@@ -407,6 +407,17 @@ def _nan(*shape, dtype=torch.float32):
     return torch.full(shape, float("nan"), dtype=dtype)
 
 
+def _select_ref(x):
+    """Y[i] = max(x[i], x[i + 1]) inside each 64-element tile (x read past its end is 0, the
+    guarded load's safe value), x[i] for a tile's last element."""
+    pad = torch.zeros(-(-x.numel() // 64) * 64 + 1)
+    pad[: x.numel()] = x
+    y = torch.maximum(pad[:-1], pad[1:])
+    last = torch.arange(pad.numel() - 1) % 64 == 63
+    y[last] = pad[:-1][last]
+    return y[: x.numel()]
+
+
 def _gemm_ref(a, b):
     return a.double() @ b.double()
 
@@ -462,6 +473,19 @@ def _cases():
         Case("warp shuffle sum", lambda: K.warp_shuffle_sum(256),
              lambda: [rn(256), _nan(8), _nan(2)], (1, 2),
              lambda t: [t[0].double().view(8, 32).sum(1), t[0].double().view(2, 128).sum(1)], 1e-5),
+        Case("tile-level atomic_add of column sums", lambda: K.tile_atomic_sum(100, 64),
+             lambda: [rn(100, 64), torch.zeros(64)], (1,), lambda t: [t[0].double().sum(0)], 1e-5),
+        Case("int8 GEMM, int32 accumulator, transpose_B", lambda: K.int8_gemm(64, 128, 128),
+             lambda: [torch.randint(-100, 100, (64, 128), generator=g, dtype=torch.int8),
+                      torch.randint(-100, 100, (128, 128), generator=g, dtype=torch.int8),
+                      torch.zeros(64, 128, dtype=torch.int32)], (2,),
+             lambda t: [(t[0].long() @ t[1].long().T).int()], 0),
+        Case("if_then_else with a read past the tile, if/else mask", lambda: K.select_kernel(200),
+             lambda: [rn(200), _nan(200), _nan(200)], (1, 2),
+             lambda t: [_select_ref(t[0]), torch.where(t[0] > 0.5, t[0], -t[0])], 0),
+        Case("row softmax fp16, exp2, dynamic M", lambda: K.row_softmax(256),
+             lambda: [rn(45, 256, dtype=torch.float16), _nan(45, 256, dtype=torch.float16)], (1,),
+             lambda t: [torch.softmax(t[0].double(), 1)], 2e-3),
         Case("T.Persistent tile walk", persistent_scale,
              lambda: [rn(256, 64), _nan(256, 64)], (1,), lambda t: [t[0] * 2], 0),
     ]
