@@ -53,6 +53,17 @@ def test_emulator_matches_torch(case):
             f"{case.name}: output {k} differs from torch (rel err {rel_err(out.double(), ref.double()):.3e})"
 
 
+@pytest.mark.parametrize("case", EC.CASES, ids=[c.name for c in EC.CASES])
+def test_every_case_compiles_for_sm_90a(case):
+    """The corpus holds programs TileLang 0.1.15 accepts (the emulator also runs some it rejects:
+    e.g. T.reduce_sum of a 48 x 80 fragment over 128 threads finds no layout)."""
+    from tilelang_tutorial import runtime
+    if runtime.nvcc_path() is None:
+        pytest.skip("needs nvcc")
+    kernel = runtime.compile_kernel(case.build(), arch="sm_90a")
+    assert "__global__" in kernel.get_kernel_source()
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", EC.CASES, ids=[c.name for c in EC.CASES])
 def test_emulator_matches_the_gpu(case):
