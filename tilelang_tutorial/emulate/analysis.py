@@ -70,11 +70,16 @@ def source_line(span) -> str:
     return linecache.getline(span[0], span[1]).strip()
 
 
+_IPYKERNEL_CELL = re.compile(r"(^|/)ipykernel_\d+/\d+\.py$")
+
+
 def fmt_span(span) -> str:
     if span is None:
         return ""
     import os
     path = span[0]
+    if _IPYKERNEL_CELL.search(path):          # a notebook cell (IPython names it by a hash)
+        return f"cell line {span[1]}"
     try:
         rel = os.path.relpath(path)
         if not rel.startswith(".."):
