@@ -222,6 +222,28 @@ def persistent_scale(M=256, N=64, block=32, sms=3):
     return persistent
 
 
+def loop_break_prefix_sum(N=128):
+    """Sum X until the first element above 1 (T.loop_break under a condition every thread shares)."""
+    @T.prim_func
+    def prefix_until(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding()
+            acc = T.alloc_var("float32")
+            acc = 0
+            for k in T.serial(N):
+                if X[k] > 1.0:
+                    T.loop_break()
+                acc += X[k]
+            Y[tx] = acc
+    return prefix_until
+
+
+def _prefix_until_ref(x):
+    big = (x > 1.0).nonzero()
+    stop = int(big[0]) if big.numel() else x.numel()
+    return torch.full((128,), float(x[:stop].double().sum()))
+
+
 # =============================================================================================
 # detector kernels: trip / must not trip
 # =============================================================================================
@@ -486,6 +508,8 @@ def _cases():
         Case("row softmax fp16, exp2, dynamic M", lambda: K.row_softmax(256),
              lambda: [rn(45, 256, dtype=torch.float16), _nan(45, 256, dtype=torch.float16)], (1,),
              lambda t: [torch.softmax(t[0].double(), 1)], 2e-3),
+        Case("T.loop_break under a uniform condition", loop_break_prefix_sum,
+             lambda: [rn(128), _nan(128)], (1,), lambda t: [_prefix_until_ref(t[0])], 1e-6),
         Case("T.Persistent tile walk", persistent_scale,
              lambda: [rn(256, 64), _nan(256, 64)], (1,), lambda t: [t[0] * 2], 0),
     ]

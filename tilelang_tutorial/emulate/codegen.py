@@ -1417,6 +1417,15 @@ class CodeGen:
             self.emit(f"if not np.all(np.logical_or(np.logical_not({m}), {c.code})): "
                       f"raise _EmulationError('device assert failed' + {(': ' + msg) if msg else ''!r})")
             return
+        if name == "tl.loop_break":
+            if self.mask or self.depth > 0:
+                raise UnsupportedConstruct("T.loop_break under a per-thread condition or inside T.Parallel",
+                                           "the emulator runs a block's threads in lockstep; a loop some threads "
+                                           "leave early is per-thread SIMT control flow it does not model")
+            if not any(kind != "parallel" for _, _, kind in self.loops):
+                raise UnsupportedConstruct("T.loop_break outside a loop")
+            self.emit("break")
+            return
         if name in ("tl.sync_grid",):
             raise UnsupportedConstruct(name, "grid-wide synchronisation (blocks run one after another)")
         ex = self.expr(v)
