@@ -21,6 +21,18 @@ Public API
     The cached emulated kernel of ``program``: call it like the kernel. It has ``.signature()``,
     ``.source`` (the generated Python, for debugging) and ``.last_stats``.
 
+``run(..., checks="all", strict=False, arch=None, registers=None)``
+    Checks (on by default; ``$TILELANG_TUTORIAL_EMULATE_CHECKS`` or ``checks="none"`` turns them
+    off): ``uninit`` (the first read of a never-written on-chip element: buffer, element, line),
+    ``races`` (lanes of one step writing one element with different values; a statement reading
+    what another thread writes in the same step; warp-specialised roles touching one shared region
+    without mbarrier / barrier ordering: both roles, both lines), ``limits`` (threads and shared
+    memory per block of ``arch``, registers when given; :class:`LimitExceeded` before running).
+    Findings are one-line warnings kept in :func:`last_findings`; ``strict=True`` raises the first.
+
+``check(program, *args, checks="races,uninit") -> list[Finding]``
+    Run and return the findings without warnings (``print(report(check(...)))`` in a notebook).
+
 ``last_stats() -> dict``
     Counters of the most recent run: kernels, blocks, tile_ops, gemm_flops, parallel_loops, roles,
     role_switches, guarded_loads (tile reads / element loads that touched out-of-range global
