@@ -163,11 +163,13 @@ def _poisoned(v, pat):
 # the checker of one launch
 # ----------------------------------------------------------------------------------------------
 _GEN_PREFIX = "<tilelang-emulate"
-_PKG_DIR = __import__("os").path.dirname(__file__)
+# warnings point at the first frame outside the tutorial's package (the reader's cell / test)
+_PKG_DIR = __import__("os").path.dirname(__import__("os").path.dirname(__file__))
 
 
 def _user_stacklevel() -> int:
-    """The warnings stack level of the first frame outside the emulator (the caller of run)."""
+    """The warnings stack level of the first frame outside tilelang_tutorial (the code that ran the
+    kernel: a notebook cell, a test), so the warning shows the reader's line."""
     f, level = sys._getframe(1), 1
     while f is not None and (f.f_code.co_filename.startswith(_PKG_DIR)
                              or f.f_code.co_filename.startswith(_GEN_PREFIX)):
