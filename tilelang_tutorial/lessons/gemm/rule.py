@@ -15,7 +15,8 @@ The step time of each candidate and the reduction's fixed cost are *measured*: t
 ``gemm_rates`` (``python -m tilelang_tutorial bench gemm_rates``) times every candidate at
 8192^3 on the GPU and records them in ``results/gemm_rates.json``; the rule reads those records.
 Where nothing was measured for the architecture (or a record is stale), the rule takes the
-configuration that compiles everywhere (the seed) and says so. Shapes that TMA cannot describe
+seed configuration and says so; on an architecture whose blocks have less shared memory than the
+seed's 96 KiB (a T4: 64 KiB) it takes the seed with fewer stages (:func:`seed_config`). Shapes that TMA cannot describe
 (N or K not a multiple of 8 for 16-bit data) take the seed configuration too: its loads fall
 back to predicated copies, which compile and run for any N and K.
 """
@@ -81,6 +82,39 @@ def fits(config: GemmConfig, arch: str) -> bool:
     return smem_bytes(config) <= runtime.ARCHS[arch].smem_per_block
 
 
+#: the fewest pipeline stages a fitted configuration keeps (one stage: no load overlaps a multiply)
+MIN_STAGES = 2
+
+
+def fitted(config: GemmConfig, arch: str) -> GemmConfig:
+    """``config`` itself where its shared memory fits ``arch``'s blocks; otherwise the same tile
+    with fewer pipeline stages (down to :data:`MIN_STAGES`), then with ``block_K`` halved (down to
+    16), then with ``block_N`` and ``block_M`` halved: the first that fits. The tile shape (what
+    each block computes) is kept as long as possible, because A is re-read ``N / block_N`` times
+    and B ``M / block_M`` times; fewer stages cost only overlap. On a T4 (sm_75, 64 KiB) the seed's
+    three stages of 32 KiB become two (64 KiB, TileLang's launch asks for exactly 65536 bytes)."""
+    limit = runtime.ARCHS[arch].smem_per_block
+    candidate = config
+    while smem_bytes(candidate) > limit:
+        if candidate.num_stages > MIN_STAGES:
+            candidate = candidate.replace(num_stages=candidate.num_stages - 1)
+        elif candidate.block_K > 16:
+            candidate = candidate.replace(block_K=candidate.block_K // 2)
+        elif candidate.block_N > 16:
+            candidate = candidate.replace(block_N=candidate.block_N // 2)
+        elif candidate.block_M > 16:
+            candidate = candidate.replace(block_M=candidate.block_M // 2)
+        else:
+            raise ValueError(f"no GEMM tile fits {arch}'s {limit} bytes of shared memory per block")
+    return candidate
+
+
+def seed_config(arch: str) -> GemmConfig:
+    """The seed configuration for ``arch``: :data:`SEED_CONFIG` wherever it fits (every target the
+    tutorial knows but Turing), :func:`fitted` to the architecture's shared memory elsewhere."""
+    return fitted(SEED_CONFIG, arch)
+
+
 @functools.lru_cache(maxsize=None)
 def measured_rates(arch: str):
     """``({candidate: step time in us}, reduce fixed cost in us, copy GB/s, sm_count, provenance)``
@@ -117,18 +151,24 @@ def predict_us(M, N, K, config: GemmConfig, split: int, step: float, reduce_us: 
 
 def choose(M: int, N: int, K: int, dtype: str = "float16", arch: str | None = None) -> GemmChoice:
     arch = arch or runtime.current_arch()
+    seed = seed_config(arch)
+    seed_note = ("" if seed == SEED_CONFIG else
+                 f" (with {seed.num_stages} stages of {seed.block_M} x {seed.block_N} x {seed.block_K}: "
+                 f"{smem_bytes(seed) // 1024} KiB, what fits {arch}'s "
+                 f"{runtime.ARCHS[arch].smem_per_block // 1024} KiB per block)")
     if N % 8 or K % 8:
-        return GemmChoice("seed", SEED_CONFIG, 1, None,
+        return GemmChoice("seed", seed, 1, None,
                           f"N={N} or K={K} is not a multiple of 8: rows are not 16-byte aligned, so TMA cannot "
-                          "load them; the seed configuration's predicated loads work for any N and K")
+                          "load them; the seed configuration's predicated loads work for any N and K" + seed_note)
     rates = measured_rates(arch) if MODEL_ENABLED else None
     if rates is None:
-        cfg = TUNED_CONFIGS[dtype] if fits(TUNED_CONFIGS[dtype], arch) and arch == "sm_90a" else SEED_CONFIG
+        cfg = TUNED_CONFIGS[dtype] if fits(TUNED_CONFIGS[dtype], arch) and arch == "sm_90a" else seed
         name = "tuned" if cfg is TUNED_CONFIGS[dtype] else "seed"
         why = ("the model is off (MODEL_ENABLED)" if not MODEL_ENABLED else f"no gemm_rates measured for {arch}")
         return GemmChoice(name, cfg, 1, None,
                           f"{why}: the {name} configuration "
-                          + ("(tuned on the H200)" if name == "tuned" else "(it fits every architecture's shared memory)"))
+                          + ("(tuned on the H200)" if name == "tuned" else
+                             f"(it fits {arch}'s shared memory)" if seed == SEED_CONFIG else seed_note[1:]))
     return model_choice(M, N, K, arch, rates)
 
 
@@ -147,6 +187,9 @@ def model_choice(M: int, N: int, K: int, arch: str, rates) -> GemmChoice:
             t = predict_us(M, N, K, cfg, split, steps[name], reduce_us, copy_gbps, sm_count)
             if best is None or t < best[0] - 1e-9:
                 best = (t, name, cfg, split)
+    if best is None:        # no measured candidate fits this architecture's shared memory
+        return GemmChoice("seed", seed_config(arch), 1, None,
+                          f"none of the measured tiles fits {arch}'s shared memory: the seed configuration")
     t, name, cfg, split = best
     return GemmChoice(name, cfg, split, t, f"the model's cheapest of {len(steps)} measured tiles"
                       + (f" with K split {split} ways" if split > 1 else ""))
