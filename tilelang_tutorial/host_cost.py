@@ -88,3 +88,129 @@ def main(calls: int = 5000) -> int:
     print(f"host cost per call, {calls} calls back to back, median of 7 loops, on {m.device_name}:", flush=True)
     print_table(costs)
     return 0
+
+
+# ------------------------------------------------------------------------------------------------
+# Recorded host cost per op (issue 24, goal 1): the call a user makes against the bare call
+# ------------------------------------------------------------------------------------------------
+
+#: The goal: an op's call at most this many microseconds above the bare compiled-kernel call.
+GOAL_EXCESS_US = 3.0
+#: The metric of every host-cost record (its ``value`` is the op's microseconds per call).
+METRIC = "time per call, back to back (host time counted)"
+
+
+def timed_calls(calls: dict[str, Callable[[], object]]) -> tuple[dict, dict]:
+    """Time each callable in the launch-bound regime of :func:`timing.measure` (CUDA events around
+    back-to-back calls, checked by the wall clock around the same loop; kept only when the two
+    agree). Returns ``({name: Timing}, {name: why it was not timed})``."""
+    from . import timing
+
+    timed, failed = {}, {}
+    for name, fn in calls.items():
+        t, why = timing.measure_or_note(fn, regime="call")
+        if t is None:
+            failed[name] = why
+        else:
+            timed[name] = t
+    return timed, failed
+
+
+def verdict(op_us: float, bare_us: float, eager_us: float | None = None, *,
+            goal_excess_us: float = GOAL_EXCESS_US) -> dict:
+    """The ``host_cost`` field of a record: the op's and the bare call's microseconds per call, the
+    difference, and whether the goals are met (the excess at most ``goal_excess_us``; where eager
+    torch was timed, the op at or below it)."""
+    out = {"op_us": op_us, "bare_us": bare_us, "excess_us": op_us - bare_us,
+           "goal_excess_us": goal_excess_us, "excess_met": op_us - bare_us <= goal_excess_us}
+    if eager_us is not None:
+        out.update(eager_us=eager_us, op_minus_eager_us=op_us - eager_us, eager_met=op_us <= eager_us)
+    out["met"] = out["excess_met"] and out.get("eager_met", True)
+    return out
+
+
+def record_fields(timed: dict, *, op: str = "op", bare: str = "bare", eager: str | None = None,
+                  bare_name: str, eager_name: str | None = None, eager_goal: bool = True) -> dict:
+    """The keyword arguments of ``results.make_record`` that every host-cost record shares, from
+    :func:`timed_calls`' timings: the op's figure (µs per call, the cross-checked timing), the bare
+    call as the reference, eager torch (when timed) as a peer, and judged against it where
+    ``eager_goal``."""
+    t_op, t_bare = timed[op], timed[bare]
+    t_eager = timed.get(eager) if eager else None
+    fields = dict(
+        metric=METRIC, value=t_op.ms * 1e3, unit="us", latency_ms=t_op.ms, timing=t_op,
+        reference={"name": bare_name, "value": t_bare.ms * 1e3, "unit": "us", "latency_ms": t_bare.ms,
+                   "timing": t_bare.as_dict()},
+        host_cost=verdict(t_op.ms * 1e3, t_bare.ms * 1e3, t_eager.ms * 1e3 if t_eager and eager_goal else None),
+    )
+    if t_eager is not None:
+        fields["peers"] = {"eager_torch": {"name": eager_name, "value": t_eager.ms * 1e3, "unit": "us",
+                                           "latency_ms": t_eager.ms, "timing": t_eager.as_dict()}}
+    return fields
+
+
+def correctness(cmp) -> dict:
+    """A record's ``correctness`` from a :class:`checks.Comparison` (poisoned output, fp32/fp64
+    reference)."""
+    return {"rel_error": cmp.rel_error, "max_abs_error": cmp.max_abs_error, "unwritten": cmp.unwritten,
+            "nan_written": cmp.nan, "tolerance": cmp.tolerance, "ok": cmp.ok}
+
+
+def goals(extra: list | None = None) -> list[dict]:
+    """The goals stored with a host-cost suite (``report.goals(suite)`` judges them)."""
+    return [{"name": f"the call a user makes at most {GOAL_EXCESS_US:g} us above the bare compiled-kernel call",
+             "max": GOAL_EXCESS_US, "unit": "us", "metric": "host_cost.excess_us"}] + list(extra or [])
+
+
+def line(label: str, host: dict, cmp) -> str:
+    """One line of a suite's progress output."""
+    mine = host.get("op_allocating_us", host["op_us"])
+    eager = (f", eager torch {host['eager_us']:7.2f} us vs op {mine:7.2f} us {'✔' if host['eager_met'] else '✘'}"
+             if "eager_us" in host else "")
+    return (f"{label:<34} op {host['op_us']:7.2f} us, bare {host['bare_us']:7.2f} us, "
+            f"{host['excess_us']:+6.2f} us {'✔' if host['excess_met'] else '✘'}{eager}; {cmp}")
+
+
+def measure_record(*, suite: str, kernel: str, config: dict, shape: dict, dtype: str, label: str,
+                   op: Callable[[], object], bare: Callable[[], object], op_check, bare_check,
+                   call: str, bare_name: str, eager: Callable[[], object] | None = None,
+                   eager_name: str | None = None, eager_goal: bool = True,
+                   op_as_eager: Callable[[], object] | None = None, notes: dict, **extra) -> dict | None:
+    """Time ``op`` (the call a user makes), ``bare`` (the compiled kernel called directly on the
+    same inputs) and, where given, ``eager`` (eager torch's call), back to back, and build the
+    record. ``op_check`` / ``bare_check``: the :class:`checks.Comparison` of each one's poisoned
+    output against the fp32 reference, made in this run before the timing. A call whose two
+    timings disagree leaves the point out, with the reason in ``notes[label]``; returns None then.
+
+    ``op_as_eager``: the op called the way eager torch's call is made (allocating its output),
+    timed too and judged against ``eager`` instead of ``op`` (which writes a given buffer, as the
+    bare call does); its figure is ``host_cost.op_allocating_us``."""
+    from . import results
+
+    calls = {"bare": bare, "op": op}
+    if eager is not None:
+        calls["eager"] = eager
+    if op_as_eager is not None:
+        calls["op_as_eager"] = op_as_eager
+    timed, failed = timed_calls(calls)
+    if "op" not in timed or "bare" not in timed:
+        notes[label] = {"not recorded": failed}
+        print(f"{label:<34} not recorded: {failed}", flush=True)
+        return None
+    if failed:
+        notes[label] = {"not timed": failed}
+    fields = record_fields(timed, eager="eager" if eager is not None else None, bare_name=bare_name,
+                           eager_name=eager_name, eager_goal=eager_goal and op_as_eager is None)
+    if op_as_eager is not None and eager_goal:
+        host = fields["host_cost"]
+        if "op_as_eager" in timed and "eager" in timed:
+            mine, theirs = timed["op_as_eager"].ms * 1e3, timed["eager"].ms * 1e3
+            host.update(op_allocating_us=mine, op_allocating_timing=timed["op_as_eager"].as_dict(),
+                        eager_us=theirs, op_minus_eager_us=mine - theirs, eager_met=mine <= theirs)
+        host["met"] = host["excess_met"] and host.get("eager_met", False)
+    rec = results.make_record(suite=suite, kernel=kernel, config=config, shape=shape, dtype=dtype,
+                              correctness=dict(correctness(op_check), bare_call=correctness(bare_check)),
+                              **fields, **extra)
+    rec["call"] = call
+    print(line(label, rec["host_cost"], op_check), flush=True)
+    return rec

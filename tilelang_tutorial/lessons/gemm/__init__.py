@@ -12,7 +12,8 @@ NOTEBOOK = "02_gemm_relu.ipynb"
 #: the optional deep dive that follows it (tuning, other architectures, the compiler's tools, split-K)
 EXTRA_NOTEBOOKS = ("02b_gemm_in_depth.ipynb",)
 #: gemm_rates first: the rule that ``gemm`` records through reads it
-SUITES = {"gemm_rates": "bench:run_rates", "gemm": "bench:run", "gemm_sweep": "bench:run_sweep"}
+SUITES = {"gemm_rates": "bench:run_rates", "gemm": "bench:run", "gemm_sweep": "bench:run_sweep",
+          "gemm_host": "host_bench:run"}
 
 
 def measured(record):
@@ -37,6 +38,16 @@ def measured(record):
 results.register_suite("gemm", measured)
 results.register_suite("gemm_sweep", measured)
 results.register_suite("gemm_rates", measured)
+
+
+def _host_measured(record):
+    """What a ``gemm_host`` record measured (:func:`.host_bench.measured`)."""
+    from . import host_bench
+
+    return host_bench.measured(record)
+
+
+results.register_suite("gemm_host", _host_measured)
 
 
 def compile_cases():

@@ -13,7 +13,7 @@ from ... import results
 NOTEBOOK = "04_mla_decode.ipynb"
 #: the advanced part: the schedule written by hand (no exercises)
 EXTRA_NOTEBOOKS = ("04b_mla_hand_scheduled.ipynb",)
-SUITES = {"mla": "bench:run", "mla_timeline": "timeline:run"}
+SUITES = {"mla": "bench:run", "mla_timeline": "timeline:run", "mla_host": "host_bench:run"}
 
 
 def measured(record):
@@ -31,6 +31,8 @@ def measured(record):
 
 results.register_suite("mla", measured)
 results.register_suite("mla_timeline", measured)
+# mla_host records (plan.run against its bare launch, .host_bench) measure the same things
+results.register_suite("mla_host", measured)
 
 
 def compile_cases():

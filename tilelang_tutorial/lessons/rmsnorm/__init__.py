@@ -13,7 +13,7 @@ NOTEBOOK = "05_rmsnorm_silu.ipynb"
 #: timing methods, a reported speed-up reconciled, tools and backends
 EXTRA_NOTEBOOKS = ("05b_rmsnorm_in_depth.ipynb",)
 #: rmsnorm_widths first: it writes the width table that rmsnorm's op (and records) use
-SUITES = {"rmsnorm_widths": "bench:run_widths", "rmsnorm": "bench:run"}
+SUITES = {"rmsnorm_widths": "bench:run_widths", "rmsnorm": "bench:run", "rmsnorm_host": "host_bench:run"}
 
 
 def measured(record):
@@ -44,6 +44,16 @@ def measured(record):
 
 results.register_suite("rmsnorm", measured)
 results.register_suite("rmsnorm_widths", measured)
+
+
+def _host_measured(record):
+    """What a ``rmsnorm_host`` record measured (:func:`.host_bench.measured`)."""
+    from . import host_bench
+
+    return host_bench.measured(record)
+
+
+results.register_suite("rmsnorm_host", _host_measured)
 
 
 def compile_cases():
