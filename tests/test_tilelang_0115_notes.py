@@ -304,12 +304,12 @@ def test_4_use_swizzle_rejects_col():
 def test_4_there_is_no_T_layout():
     import tilelang.layout
 
-    assert not hasattr(T, "layout"), gone("tilelang.language has no 'layout'", "notebooks/02_gemm_relu.ipynb (section 4)")
+    assert not hasattr(T, "layout"), gone("tilelang.language has no 'layout'", "notebooks/02b_gemm_in_depth.ipynb (section 1, the spellings 0.1.15 rejects)")
     assert callable(tilelang.layout.make_swizzled_layout)
 
 
 def test_4_T_symbolic_is_a_deprecated_alias_of_T_dynamic():
-    assert hasattr(T, "symbolic"), "T.symbolic was removed: update notebooks/01 (Triton table) and this note"
+    assert hasattr(T, "symbolic"), "T.symbolic was removed: update notebooks/01_tile_mental_model.ipynb (section 9, the Triton table) and " + NOTES
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         n = T.symbolic("n")
@@ -356,7 +356,8 @@ def test_7_fragment_operand_across_warpgroups_is_a_layout_conflict():
 
     err = build_error(lambda: layouts.infer_layouts(two_warpgroup_fragment_program(), arch="sm_90a"))
     assert err is not None, gone("no register->shared exchange for a fragment GEMM operand",
-                                 "tilelang_tutorial/lessons/mla/auto.py (T.copy(acc_s, S_shared)) and notebook 03")
+                                 "tilelang_tutorial/lessons/mla/auto.py (T.copy(acc_s, S_shared)) and notebooks/03_layouts.ipynb "
+                                 "(section 4: chained_gemm_fragment_program, the same conflict on a chained GEMM)")
     assert "Layout infer conflict between acc_s and S_frag" in str(err), changed("7", err)
     assert "S_shared" in layouts.infer_layouts(two_warpgroup_program(), arch="sm_90a")
 
@@ -381,7 +382,8 @@ def test_8_wide_tile_copy_is_split_into_tma_boxes():
     boxes = re.findall(r"for \(int i = 0; i < (\d+); \+\+i\) \{\s*tl::tma_load\(X_desc[^;]*\(i \* (\d+)\)", src)
     assert boxes == [("8", "64")], (
         f"TileLang no longer splits an (8, 512) tile into 8 TMA boxes of 8 x 64 (found {boxes}): update "
-        f"notebook 05 ('Does the TMA box limit force small chunks?'), lessons/rmsnorm/two_pass.py and {NOTES}")
+        f"notebooks/05b_rmsnorm_in_depth.ipynb (section 2, 'Does the TMA box limit force small chunks?'), "
+        f"lessons/rmsnorm/two_pass.py and {NOTES}")
     assert "arrive_and_expect_tx(8192)" in src
 
 
@@ -491,4 +493,4 @@ def test_9d_analyzer_byte_count_wraps_at_32_bits():
 
     counted = int(Analyzer(big_copy, device=None).ir_pass().total_global_bytes)
     assert counted == 2 * M * N * 2 - 2**32, gone(f"Analyzer byte count overflow (counted {counted})",
-                                                   "notebooks/02_gemm_relu.ipynb (section 6 says it overflows)")
+                                                   "notebooks/02b_gemm_in_depth.ipynb (section 5 says it overflows)")
