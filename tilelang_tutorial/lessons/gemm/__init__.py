@@ -86,7 +86,7 @@ def exercise_cases():
     from .. import Exercise, WrongAnswer
     from . import exercises as ex
     from . import wrong_answers as wrong
-    from .solutions import bias_gelu, transpose_b
+    from .solutions import bias_gelu, split_k_atomic, t4_tile, transpose_b
 
     def todo(*args):
         raise NotImplementedError
@@ -111,6 +111,26 @@ def exercise_cases():
                      WrongAnswer("erf(x / 2)", wrong.gemm_bias_gelu_erf_of_half_x, "not by 2"),
                      WrongAnswer("no factor 0.5", wrong.gemm_bias_gelu_no_half, "factor 0.5"),
                      WrongAnswer("bias never added", wrong.gemm_bias_gelu_bias_not_added, "without the bias"),
+                 )),
+        Exercise("02b split-K with atomics", ex.check_gemm_split_k_atomic, split_k_atomic.gemm_split_k_atomic_solution,
+                 starter=todo,
+                 wrong_answers=(
+                     WrongAnswer("T.copy, not an atomic", wrong.split_k_copy_not_atomic, "overwrote C instead of adding"),
+                     WrongAnswer("bz not in the K offset", wrong.split_k_same_slice, "every slice read the same part of K"),
+                     WrongAnswer("steps per slice rounded down", wrong.split_k_floor_steps, "were never added"),
+                     WrongAnswer("ReLU on each slice", wrong.split_k_relu_per_slice, "sum of each slice's ReLU"),
+                     WrongAnswer("accumulator not cleared", wrong.split_k_no_clear, "never cleared"),
+                     WrongAnswer("grid rounds M down", wrong.split_k_grid_floor, "no block ever added to them"),
+                     WrongAnswer("no split at all", wrong.split_k_no_split, "never reads blockIdx.z"),
+                 )),
+        Exercise("02b a tile for a T4", ex.check_t4_tile, t4_tile.T4_TILE_SOLUTION, starter=None,
+                 wrong_answers=(
+                     WrongAnswer("the seed unchanged", wrong.T4_SEED_UNCHANGED, "needs 96 KiB"),
+                     WrongAnswer("block_K = 48", wrong.T4_BLOCK_K_48, "needs 72 KiB"),
+                     WrongAnswer("block_K = 16", wrong.T4_BLOCK_K_16, "a larger block_K also fits"),
+                     WrongAnswer("two stages instead", wrong.T4_TWO_STAGES, "keep three stages"),
+                     WrongAnswer("a smaller tile", wrong.T4_SMALLER_TILE, "keep the seed's 128 x 128 tile"),
+                     WrongAnswer("a dict", wrong.T4_AS_DICT, "not a GemmConfig"),
                  )),
     ]
 

@@ -375,3 +375,225 @@ def _check_epilogue(factory, shape, dtype, arch) -> ExerciseResult:
                 f"matches {what}, ran in {res.ran_on}: max |out-ref| = {cmp.max_abs_error:.2e}, worst element at "
                 f"{worst:.2f} of its allowance")
     return res
+
+
+# ------------------------------------------------------------------------------------------------
+# Notebook 02b, exercise 1: split-K with atomics
+# ------------------------------------------------------------------------------------------------
+
+#: M, N, K and the split: M and N end in partial tiles of 64 x 128, and K = 680 is 10.6 steps of
+#: 64, so 11 steps split 3 ways give slices of 4, 4 and 3 steps (the last one reads past K) -- a
+#: slice count that rounds down drops 104 columns of K, one that ignores ``bz`` repeats slice 0.
+SPLIT_K_SHAPE = (70, 200, 680, 3)
+SPLIT_K_BLOCK_K = 64
+SPLIT_K_TOLERANCE = 1e-5         # fp32 accumulation of fp16 products: only the summation order differs
+
+
+def split_k_slices(a, b, split, block_K=SPLIT_K_BLOCK_K):
+    """The fp32 partial products ``A[:, Ks] @ B[Ks, :]`` of each slice Ks of K, as the spec cuts
+    them: ``ceil(ceil(K / block_K) / split)`` steps of ``block_K`` per slice."""
+    K = a.shape[1]
+    steps = -(-K // block_K)
+    per_split = -(-steps // split)
+    return [a[:, s * per_split * block_K:(s + 1) * per_split * block_K].float()
+            @ b[s * per_split * block_K:(s + 1) * per_split * block_K, :].float() for s in range(split)]
+
+
+def _split_k_symptom(a, b, out, split) -> str:
+    """Name what the output equals (a known mistake), measured on the same inputs, or say where
+    it is wrong."""
+    import torch
+
+    tol = SPLIT_K_TOLERANCE
+    K = a.shape[1]
+    ref = a.float() @ b.float()
+    slices = split_k_slices(a, b, split)
+
+    def equals(value):
+        return checks.compare(out, value, tolerance=tol * 10).ok
+
+    for s, part in enumerate(slices):
+        if equals(part):
+            return (f"the output equals slice {s}'s partial product alone: each slice's block overwrote C instead "
+                    "of adding to it (T.copy stores; T.atomic_add(C[by * block_M, bx * block_N], acc) adds the tile)")
+    if equals(split * slices[0]):
+        return (f"the output is {split} x slice 0's partial product: every slice read the same part of K — the K "
+                "offset of both copies must include bz: (bz * steps_per_split + ko) * block_K")
+    steps = -(-K // SPLIT_K_BLOCK_K)
+    covered = split * (steps // split) * SPLIT_K_BLOCK_K
+    if covered < K and equals(a[:, :covered].float() @ b[:covered, :].float()):
+        return (f"columns {covered}..{K - 1} of K were never added: steps_per_split = {steps} // {split} = "
+                f"{steps // split} rounds down, so {split} slices cover only {covered} of K's {K} columns — round up "
+                f"(-(-{steps} // {split}) = {-(-steps // split)}; the last slice reads zeros past K)")
+    if equals(sum(torch.relu(p) for p in slices)):
+        return ("the output is the sum of each slice's ReLU: this C has no activation (ReLU of a sum is not the sum "
+                "of the slices' ReLUs, which is why a split GEMM applies it only after the reduction)")
+    if equals(torch.relu(ref)):
+        return "the output is ReLU(A @ B): this exercise's C is A @ B with no activation"
+    zero = (out.float() == 0) & (ref != 0)
+    if zero.any():
+        rows = torch.nonzero(zero.all(dim=1)).flatten().tolist()
+        cols = torch.nonzero(zero.all(dim=0)).flatten().tolist()
+        where = (f"rows {rows[0]}..{rows[-1]}" if rows else f"columns {cols[0]}..{cols[-1]}" if cols
+                 else f"{int(zero.sum())} elements")
+        return (f"{where} of C are still 0: no block ever added to them — does the grid cover the ragged edge tiles "
+                "(T.ceildiv(M, block_M), T.ceildiv(N, block_N)), and does the atomic add the whole tile?")
+    err = (out.float() - ref).abs()
+    worst = int(err.argmax())
+    row, col = divmod(worst, ref.shape[1])
+    return (f"the largest error is at row {row}, column {col} (wrote {float(out.flatten()[worst]):.4g}, A @ B = "
+            f"{float(ref.flatten()[worst]):.4g}): compare the K offset of each copy with the slice bz should read")
+
+
+def check_gemm_split_k_atomic(factory, *, shape=SPLIT_K_SHAPE, dtype: str = "float16", arch: str | None = None,
+                              verbose: bool = True) -> ExerciseResult:
+    """Check a reader's ``factory(M, N, K, split, in_dtype)`` for ``C = A @ B`` in fp32, K split
+    ``split`` ways over grid z, each slice adding its partial tile into a zeroed C with atomics."""
+    res = _check_split_k_atomic(factory, tuple(shape), dtype, arch or runtime.current_arch())
+    if verbose:
+        print(res)
+    return res
+
+
+def _check_split_k_atomic(factory, shape, dtype, arch) -> ExerciseResult:
+    import torch
+
+    M, N, K, split = shape
+    res = GemmExerciseResult()
+    program = call_factory(res, factory, (M, N, K, split, dtype),
+                           "write factory(M, N, K, split, in_dtype) returning a T.prim_func(A: (M, K), B: (K, N), "
+                           "C: (M, N) float32)")
+    if program is None:
+        return res
+    if not _signature(res, program, [((M, K), dtype), ((K, N), dtype), ((M, N), "float32")], ("A", "B", "C"), dtype):
+        return res
+    kernel = _compile(res, program, arch)
+    if kernel is None:
+        return res
+    a, b = _inputs([(M, K), (K, N)], dtype)
+    out = torch.zeros((M, N), dtype=torch.float32, device=a.device)     # the spec: C arrives zeroed
+    if not _run(res, kernel, (a, b, out)):
+        return res
+    nan = int(torch.isnan(out).sum())
+    if nan:
+        res.failed(f"{nan} of {out.numel()} outputs are NaN, ran in {res.ran_on} (C started at 0)")
+        res.hint("an accumulator that was never cleared (T.clear(acc) before the K loop) holds garbage: NaN in the "
+                 "emulator, and the atomic adds it into C")
+        return res
+    reference = a.float() @ b.float()
+    cmp = checks.compare(out, reference, tolerance=SPLIT_K_TOLERANCE)
+    what = f"a @ b in fp32 ({M}x{N}x{K}, ragged, K split {split} ways)"
+    if not cmp.ok:
+        return res.failed(f"wrong values against {what}, ran in {res.ran_on}: {cmp} — "
+                          + _split_k_symptom(a, b, out, split))
+    res.numerics_checked = True
+    res.checked(f"values in {res.ran_on}", f"matches {what} on fresh random inputs, ran in {res.ran_on}: {cmp}")
+    src = kernel_source(kernel)
+    if not src:
+        res.skipped("the generated code was not read (nothing compiled here): whether the grid has a split "
+                    "dimension and the tiles are added with atomics is unchecked (compiling with nvcc would show it)")
+        return res
+    if "blockIdx.z" not in src:
+        return res.failed("the numbers are right, but the generated kernel never reads blockIdx.z: the grid has no "
+                          f"third dimension, so one block sums all of K for its tile — launch T.Kernel(..., {split}, "
+                          "threads=...) as (bx, by, bz) and give slice bz its part of K")
+    if not re.search(r"atomicAdd|AtomicAdd", src):
+        return res.failed("the numbers are right, but the generated code has no atomic add: several blocks adding "
+                          "into one C tile need T.atomic_add, or their stores race on a GPU")
+    res.checked("grid z and atomics in the generated code",
+                "the generated kernel reads blockIdx.z (one block per slice) and adds its tile with atomic adds")
+    return res
+
+
+# ------------------------------------------------------------------------------------------------
+# Notebook 02b, exercise 2: a tile for a T4's shared memory
+# ------------------------------------------------------------------------------------------------
+
+T4_ARCH = "sm_75"
+T4_SHAPE = (200, 264, 200)
+
+
+def check_t4_tile(config, *, shape=T4_SHAPE, verbose: bool = True) -> ExerciseResult:
+    """Check a reader's ``GemmConfig`` for a T4: the seed's 128 x 128 tile, 128 threads and three
+    stages, the largest ``block_K`` whose pipeline fits a T4 block's 64 KiB of shared memory."""
+    res = _check_t4_tile(config, tuple(shape))
+    if verbose:
+        print(res)
+    return res
+
+
+def _check_t4_tile(config, shape) -> ExerciseResult:
+    from ... import emulate
+    from ...exercise_kit import not_attempted
+    from . import rule
+    from .configs import SEED_CONFIG, GemmConfig
+    from .kernel import gemm_relu_program, gemm_relu_reference
+
+    res = GemmExerciseResult()
+    limit = runtime.ARCHS[T4_ARCH].smem_per_block
+    if config is None:
+        return not_attempted(res, "set my_t4_config to a GemmConfig (e.g. SEED_CONFIG.replace(...))")
+    if not isinstance(config, GemmConfig):
+        return res.failed(f"my_t4_config is a {type(config).__name__}, not a GemmConfig: build it with "
+                          "GemmConfig(...) or SEED_CONFIG.replace(...)")
+    if (config.block_M, config.block_N, config.threads) != (SEED_CONFIG.block_M, SEED_CONFIG.block_N, SEED_CONFIG.threads):
+        return res.failed(f"{config.name}: keep the seed's 128 x 128 tile on 128 threads (block_M x block_N = "
+                          f"{config.block_M} x {config.block_N}, {config.threads} threads): a smaller tile re-reads A "
+                          "and B more often; this exercise changes only block_K")
+    if config.num_stages != SEED_CONFIG.num_stages:
+        return res.failed(f"{config.name}: keep three stages (num_stages={config.num_stages}); this exercise asks what "
+                          "block_K three stages can afford, not how many stages one block_K can")
+    need = rule.smem_bytes(config)
+    if need > limit:
+        return res.failed(f"{config.name} needs {need // 1024} KiB of shared memory per block ({config.num_stages} "
+                          f"stages x ({config.block_M} x {config.block_K} + {config.block_K} x {config.block_N}) x 2 "
+                          f"bytes), and a T4 block may have {limit // 1024} KiB (checked before any compiler ran)")
+    res.checked("the shared-memory budget", f"{config.name}: {config.num_stages} stages x "
+                f"{need // config.num_stages // 1024} KiB = {need // 1024} KiB <= {limit // 1024} KiB")
+    larger = config.replace(block_K=config.block_K + 16)
+    if rule.smem_bytes(larger) <= limit:
+        return res.failed(f"it fits, but a larger block_K also fits: block_K = {larger.block_K} needs "
+                          f"{rule.smem_bytes(larger) // 1024} KiB — the largest K step that fits means the fewest "
+                          "loop iterations and barriers")
+    res.checked("the largest block_K", f"block_K = {larger.block_K} would need {rule.smem_bytes(larger) // 1024} KiB: "
+                f"{config.block_K} is the largest multiple of 16 that fits")
+    M, N, K = shape
+    program = gemm_relu_program(M, N, K, in_dtype="float16", **config.as_dict())
+    kernel = compile_or_fail(res, program, T4_ARCH)
+    if kernel is None:
+        return res
+    if not isinstance(kernel, runtime.UncompiledKernel):
+        res.ran.append(f"compiles for {T4_ARCH}")
+        launched = runtime.dynamic_shared_memory(kernel)
+        if launched is None:
+            res.skipped("TileLang's launch code could not be read: its shared-memory size is unchecked")
+        elif launched > limit:
+            return res.failed(f"TileLang's launch for {T4_ARCH} asks for {launched} bytes of shared memory, more than "
+                              f"the T4's {limit}")
+        else:
+            res.checked(f"TileLang's launch size for {T4_ARCH}",
+                        f"TileLang's launch for {T4_ARCH} asks for {launched} bytes of dynamic shared memory")
+    a, b = _inputs([(M, K), (K, N)], "float16")
+    out = checks.poisoned((M, N), a.dtype, a.device)
+    on_t4 = runtime.mode().can_run and runtime.current_arch() == T4_ARCH and not isinstance(kernel, runtime.UncompiledKernel)
+    try:
+        with quiet_tilelang():
+            if on_t4:
+                runtime.run(kernel, a, b, out)
+            else:
+                a, b, out = a.cpu(), b.cpu(), out.cpu()
+                emulate.run(program, a, b, out)
+    except Exception as exc:
+        return res.failed(f"running it failed: {type(exc).__name__}: {_first_line(exc)}")
+    res.ran_on = "the GPU" if on_t4 else "the emulator (CPU)"
+    cmp = checks.compare(out, gemm_relu_reference(a, b), tolerance=checks.TOLERANCE["float16"])
+    if _unwritten_or_nan(res, out, cmp):
+        return res
+    if not cmp.ok:
+        return res.failed(f"wrong values against ReLU(a @ b), ran in {res.ran_on}: {cmp}")
+    res.numerics_checked = True
+    res.checked(f"values in {res.ran_on}",
+                f"matches ReLU(a @ b) in fp32 ({M}x{N}x{K}, ragged), ran in {res.ran_on}: {cmp}")
+    res.skipped("which is faster on a T4, this tile or the same tile with two stages of block_K = 64, is not checked "
+                "here: timing both on a T4 (tt.mode().can_run there) would tell")
+    return res

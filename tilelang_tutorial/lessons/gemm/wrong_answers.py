@@ -204,3 +204,99 @@ def gemm_bias_gelu_no_half(M, N, K, in_dtype):
 def gemm_bias_gelu_bias_not_added(M, N, K, in_dtype):
     """Bias declared but never added."""
     return _bias_activation(M, N, K, in_dtype, "no bias")
+
+
+# ------------------------------------------------------------------------------------------------
+# Notebook 02b, exercise 1: split-K with atomics
+# ------------------------------------------------------------------------------------------------
+
+def _split_k_atomic(M, N, K, split, in_dtype, mistake=None, block_M=64, block_N=128, block_K=64, threads=128):
+    """The split-K atomic GEMM with one plausible mistake (see the solution for the right one)."""
+    k_steps = -(-K // block_K)
+    steps_per_split = k_steps // split if mistake == "floor" else -(-k_steps // split)
+    grid_m = M // block_M if mistake == "grid floor" else T.ceildiv(M, block_M)
+    slices = 1 if mistake == "no split" else split
+    steps = k_steps if mistake == "no split" else steps_per_split
+
+    @T.prim_func
+    def split_k_atomic(
+        A: T.Tensor((M, K), in_dtype),
+        B: T.Tensor((K, N), in_dtype),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(N, block_N), grid_m, slices, threads=threads) as (bx, by, bz):
+            A_shared = T.alloc_shared((block_M, block_K), in_dtype)
+            B_shared = T.alloc_shared((block_K, block_N), in_dtype)
+            acc = T.alloc_fragment((block_M, block_N), "float32")
+            if mistake != "no clear":
+                T.clear(acc)
+            for ko in T.Pipelined(steps, num_stages=2):
+                if mistake == "same slice":
+                    T.copy(A[by * block_M, ko * block_K], A_shared)
+                    T.copy(B[ko * block_K, bx * block_N], B_shared)
+                else:
+                    T.copy(A[by * block_M, (bz * steps + ko) * block_K], A_shared)
+                    T.copy(B[(bz * steps + ko) * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, acc)
+            if mistake == "relu":
+                for i, j in T.Parallel(block_M, block_N):
+                    acc[i, j] = T.max(acc[i, j], 0)
+            if mistake == "copy":
+                T.copy(acc, C[by * block_M, bx * block_N])
+            else:
+                T.atomic_add(C[by * block_M, bx * block_N], acc)
+
+    return split_k_atomic
+
+
+def split_k_copy_not_atomic(M, N, K, split, in_dtype):
+    """T.copy of the partial tile into C: the slices overwrite each other."""
+    return _split_k_atomic(M, N, K, split, in_dtype, "copy")
+
+
+def split_k_same_slice(M, N, K, split, in_dtype):
+    """bz left out of the K offset: every slice reads slice 0."""
+    return _split_k_atomic(M, N, K, split, in_dtype, "same slice")
+
+
+def split_k_floor_steps(M, N, K, split, in_dtype):
+    """steps per slice rounded down: the end of K is never read."""
+    return _split_k_atomic(M, N, K, split, in_dtype, "floor")
+
+
+def split_k_relu_per_slice(M, N, K, split, in_dtype):
+    """notebook 02's ReLU kept, applied to each slice's partial."""
+    return _split_k_atomic(M, N, K, split, in_dtype, "relu")
+
+
+def split_k_no_clear(M, N, K, split, in_dtype):
+    """the accumulator never cleared."""
+    return _split_k_atomic(M, N, K, split, in_dtype, "no clear")
+
+
+def split_k_grid_floor(M, N, K, split, in_dtype):
+    """M // block_M row blocks: the ragged last rows get no block."""
+    return _split_k_atomic(M, N, K, split, in_dtype, "grid floor")
+
+
+def split_k_no_split(M, N, K, split, in_dtype):
+    """one block per tile walking all of K (right numbers, no split, no atomics needed)."""
+    return _split_k_atomic(M, N, K, split, in_dtype, "no split")
+
+
+# ------------------------------------------------------------------------------------------------
+# Notebook 02b, exercise 2: a tile for a T4 (configurations, not kernels)
+# ------------------------------------------------------------------------------------------------
+
+def _t4(**changes):
+    from .configs import SEED_CONFIG
+
+    return SEED_CONFIG.replace(**changes)
+
+
+T4_SEED_UNCHANGED = _t4()                          # 96 KiB
+T4_BLOCK_K_48 = _t4(block_K=48)                    # 72 KiB
+T4_BLOCK_K_16 = _t4(block_K=16)                    # fits, not the largest
+T4_TWO_STAGES = _t4(num_stages=2)                  # fits, but changes the stage count
+T4_SMALLER_TILE = _t4(block_M=64, block_N=64)      # fits, but a smaller tile
+T4_AS_DICT = _t4(block_K=32).as_dict()             # the right numbers, not a GemmConfig
