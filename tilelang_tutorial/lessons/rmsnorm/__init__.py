@@ -69,7 +69,7 @@ def exercise_cases():
     from . import exercises as ex
     from . import wrong_answers as wrong
     from .kernel import RMSNormSiLUConfig, rmsnorm_silu_program
-    from .solutions import config, residual
+    from .solutions import apply_rstd, config, residual, rms_stats
 
     def todo(*args):
         raise NotImplementedError
@@ -93,6 +93,27 @@ def exercise_cases():
                      WrongAnswer("eps added after the root", wrong.wrong_residual_eps_outside_the_root,
                                  "eps belongs inside the square root"),
                      WrongAnswer("R's fragment not annotated", wrong.wrong_residual_r_not_annotated, "r not annotated"),
+                 )),
+        # notebook 05b's exercises
+        Exercise("05b statistics pass", ex.check_rms_stats, rms_stats.rms_stats_solution, starter=todo,
+                 wrong_answers=(
+                     WrongAnswer("sums kept in fp16", wrong.wrong_stats_fp16_sum, "16 bits"),
+                     WrongAnswer("squares formed in fp16", wrong.wrong_stats_fp16_square, "16 bits"),
+                     WrongAnswer("total overwritten by each chunk", wrong.wrong_stats_last_chunk, "overwritten by each chunk"),
+                     WrongAnswer("divided by the chunk width", wrong.wrong_stats_chunk_mean, "divided by the chunk width"),
+                     WrongAnswer("eps left out", wrong.wrong_stats_no_eps, "without eps"),
+                     WrongAnswer("eps added after the root", wrong.wrong_stats_eps_outside_the_root, "eps added after the root"),
+                     WrongAnswer("the rms, not its inverse", wrong.wrong_stats_rms_not_inverse, "the rms itself"),
+                     WrongAnswer("grid m // block_m", wrong.wrong_stats_floor_grid, "T.ceildiv(m, block_m)"),
+                     WrongAnswer("the whole row in one tile", wrong.wrong_stats_whole_row, "chunks of at most 128 columns"),
+                 )),
+        Exercise("05b output pass (bf16)", ex.check_apply_rstd, apply_rstd.apply_rstd_solution, starter=todo,
+                 wrong_answers=(
+                     WrongAnswer("products in bf16", wrong.wrong_apply_bf16_math, "rounded to bfloat16 more than once"),
+                     WrongAnswer("divides by Rstd", wrong.wrong_apply_divides, "divides by Rstd"),
+                     WrongAnswer("no SiLU", wrong.wrong_apply_no_silu, "the SiLU is missing"),
+                     WrongAnswer("Rstd never applied", wrong.wrong_apply_rstd_not_applied, "Rstd is not applied"),
+                     WrongAnswer("layout left to inference", wrong.wrong_apply_no_layout, "not annotated"),
                  )),
     ]
 

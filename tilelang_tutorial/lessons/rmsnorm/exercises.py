@@ -490,3 +490,403 @@ def _time_layouts(C, dtype, config, measured) -> str:
             continue
         out.append(f"{label} ({cfg.group} lanes) {4 * M * C / ms / 1e6:.0f} GB/s")
     return "on this GPU, " + ", ".join(out)
+
+
+# ------------------------------------------------------------------------------------------------
+# Notebook 05b's exercises
+# ------------------------------------------------------------------------------------------------
+#
+# 3. **The statistics pass, chunked** (05b exercise 1). Write ``factory(C, dtype)`` returning a
+#    ``T.prim_func(X: (m, C) dtype, Rstd: (m,) float32, eps: T.float32)`` that stores
+#    ``Rstd[i] = 1 / sqrt(mean_j X[i, j]^2 + eps)`` with the sum of squares in fp32, walking each
+#    row in chunks of at most :data:`MAX_CHUNK` columns (no tile of the kernel is wider), so that
+#    it serves a width the one-pass kernel's table does not cover. ``check_rms_stats(factory)``
+#    reads the tiles the program allocates, compiles it, reads the generated CUDA (the sum's
+#    type), and runs C = 96, 640 and 12288 on 1001 rows (ragged against any block of rows) with a
+#    poisoned output, in the emulator (CPU) or on the GPU: ordinary rows, rows whose squares exceed
+#    fp16's 65504, rows whose mean square is below eps and rows of zeros (:data:`STATS_ROW_KINDS`).
+#
+# 4. **The output pass in bf16, from a saved Rstd** (05b exercise 2). Write ``factory(C, dtype)``
+#    returning a ``T.prim_func(X: (m, C) dtype, Rstd: (m,) float32, Gamma: (C,) dtype, Y: (m, C)
+#    dtype)`` that writes ``Y = silu(X * Rstd[:, None] * Gamma)``, the product and SiLU in fp32 and
+#    rounded to ``dtype`` once, every ``(block_m, width)`` fragment given its layout with
+#    ``T.annotate_layout`` (``row_group_layout``). ``check_apply_rstd(factory)`` checks bfloat16:
+#    the annotations, 16-byte loads of X and stores of Y at C = 96, then C = 96 and 640 on 1001 rows
+#    against the fp32 reference, and the precision the spec names: every output within one bf16
+#    step (ulp) of the fp32 result (a kernel that rounds to bf16 between the steps is not).
+#
+# Solutions: ``solutions/rms_stats.py`` and ``solutions/apply_rstd.py``.
+
+#: the widest tile (columns) the statistics kernel may allocate: chunks, never the whole row
+MAX_CHUNK = 128
+STATS_WIDTHS = (96, 640, 12288)
+#: Rows of the statistics checker's inputs: ``large`` rows hold |x| in [200, 300] (a square
+#: reaches 9e4, beyond fp16's 65504: a square or a sum kept in fp16 is inf, and 1/sqrt(inf) = 0);
+#: ``tiny`` rows |x| about 1e-3 (mean square about 1e-6, below eps = 1e-5: eps decides the result);
+#: ``zero`` rows all zeros (1/sqrt(0) = inf without eps); the rest N(0, 1).
+STATS_ROW_KINDS = {"large": slice(0, 64), "tiny": slice(64, 128), "zero": slice(128, 136),
+                   "ordinary": slice(136, RAGGED_M)}
+STATS_TOLERANCE = 1e-5
+
+
+def rms_stats_reference(x, eps: float = EPS):
+    """fp32: 1/sqrt(mean(x^2) + eps) per row."""
+    import torch
+
+    return torch.rsqrt(x.float().pow(2).mean(-1) + eps)
+
+
+def rms_stats_inputs(C: int, dtype: str = "float16", device: str = "cpu", M: int = RAGGED_M):
+    """x for the statistics checker: fresh random, with the rows of :data:`STATS_ROW_KINDS`."""
+    import torch
+
+    x = checks.random_tensor((M, C), torch.float32, device)
+    large, tiny, zero = STATS_ROW_KINDS["large"], STATS_ROW_KINDS["tiny"], STATS_ROW_KINDS["zero"]
+    n = large.stop - large.start
+    sign = torch.where(torch.rand(n, C, device=device) < 0.5, -1.0, 1.0)
+    x[large] = sign * (200 + 100 * torch.rand(n, C, device=device))
+    x[tiny] *= 1e-3
+    x[zero] = 0
+    return x.to(getattr(torch, dtype))
+
+
+def check_rms_stats(factory, *, dtype: str = "float16", arch: str | None = None, verbose: bool = True) -> ExerciseResult:
+    """Check a reader's chunked statistics ``factory(C, dtype)`` (05b exercise 1); prints and returns."""
+    res = _check_stats(factory, dtype, arch or runtime.current_arch())
+    if verbose:
+        print(res)
+    return res
+
+
+def _tiles(program):
+    """[(name, scope, shape)] of every buffer the kernel allocates (fragments, shared, local)."""
+    from tvm import tirx
+    from tvm.tirx.stmt_functor import post_order_visit
+
+    found = []
+
+    def visit(node):
+        if isinstance(node, tirx.SBlock):
+            found.extend((b.name, b.scope(), tuple(int(s) for s in b.shape)) for b in node.alloc_buffers)
+
+    post_order_visit(program.body, visit)
+    return found
+
+
+def _stats_signature(program, C, dtype, res) -> bool:
+    specs = param_specs(program)
+    want = [((None, C), dtype), ((None,), "float32"), (None, "float32")]
+    ok = len(specs) == 3
+    if ok:
+        (xs, xd), (rs_, rd), (es, ed) = specs
+        ok = (xs is not None and len(xs) == 2 and xs[1] == C and xd == dtype and rs_ is not None and len(rs_) == 1
+              and rd == "float32" and es is None and ed == "float32")
+    if not ok:
+        res.failed(f"the kernel must take (X: ({'m'}, {C}) {dtype}, Rstd: (m,) float32, eps: T.float32); yours takes "
+                   f"{specs}")
+        return False
+    res.passed(f"signature: X (m, {C}) {dtype}, Rstd (m,) float32, eps float32")
+    return True
+
+
+def _check_stats(factory, dtype, arch) -> ExerciseResult:
+    res = ExerciseResult()
+    what = "write the kernel first: factory(C, dtype) returning a T.prim_func(X, Rstd, eps)"
+    kernels = {}
+    for C in STATS_WIDTHS:
+        program = call_factory(res, factory, (C, dtype), what)
+        if program is None:
+            return res
+        if C == STATS_WIDTHS[0] and not _stats_signature(program, C, dtype, res):
+            return res
+        wide = [(name, shape) for name, scope, shape in _tiles(program) if shape and max(shape[1:] or (0,)) > MAX_CHUNK]
+        if wide:
+            return res.failed(f"C = {C}: tile(s) {', '.join(f'{n} {s}' for n, s in wide)} wider than {MAX_CHUNK} "
+                              f"columns: the spec asks for the row in chunks of at most {MAX_CHUNK} columns (a loop "
+                              f"over k, each chunk X[rows, k * block_C:(k + 1) * block_C]), so that a thread's "
+                              f"registers do not grow with C")
+        kernel = compile_or_fail(res, program, arch)
+        if kernel is None:
+            return res
+        if len(res.lines) > 1 and res.lines[-1] in res.lines[:-1]:
+            res.lines.pop()                              # "compiles for ..." once, not once per width
+        kernels[C] = (program, kernel)
+    res.passed(f"every tile is at most {MAX_CHUNK} columns wide at C = {', '.join(map(str, STATS_WIDTHS))}")
+    src = kernel_source(kernels[STATS_WIDTHS[1]][1])
+    red = re.search(r"(\w+)\[[^\]]*\] = tl::AllReduce<tl::SumOp", src) or re.search(
+        r"(\w+)\[[^\]]*\] = \(\1\[[^\]]*\] \+", src)
+    if src and red:
+        decl = re.search(rf"\b([\w:]+) {re.escape(red.group(1))}\[\d+\];", src)
+        if decl and decl.group(1) != "float":
+            res.failed(f"the generated CUDA sums the squares in {decl.group(1)} ({red.group(1)}[...]): the spec says "
+                       f"float32; a 16-bit sum of squares exceeds 65504 on rows of a few hundred")
+        elif decl:
+            res.passed(f"the generated CUDA sums the squares in float ({red.group(1)}[...])")
+    import torch
+
+    m = runtime.mode()
+    where = "the GPU" if m.can_run else "the emulator (CPU)"
+    for C, (program, kernel) in kernels.items():
+        x = rms_stats_inputs(C, dtype, m.device)
+        out = checks.poisoned((x.shape[0],), torch.float32, m.device)
+        try:
+            with quiet_tilelang():
+                runtime.run(kernel, x, out, EPS)
+            if m.can_run:
+                torch.cuda.synchronize()
+        except Exception as exc:
+            from ... import emulate
+
+            if isinstance(exc, emulate.UnsupportedConstruct):
+                res.skipped(f"NOT CHECKED: the emulator cannot run this kernel ({exc}); correctness needs a GPU")
+                return res
+            return res.failed(f"C = {C}: running it on {where} failed: {type(exc).__name__}: "
+                              f"{str(exc).strip().splitlines()[-1][:300]}")
+        res.ran_on = where
+        if not _stats_compare(res, x, out, C, where):
+            return res
+    res.numerics_checked = True
+    return res
+
+
+def _stats_candidates(x, C):
+    """(what a plausible mistake stores, the advice when Rstd equals it)."""
+    import torch
+
+    sq = x.float().pow(2)
+    total = sq.sum(-1)
+    out = [
+        (torch.rsqrt(total / C), "Rstd equals 1/sqrt(mean(x^2)) without eps: a row of zeros gives 1/sqrt(0) = inf, "
+                                 "and rows whose mean square is below eps come out too large. eps belongs inside the "
+                                 "square root, T.rsqrt(total / C + eps)"),
+        (torch.rsqrt(total / C) + EPS, "Rstd equals 1/sqrt(mean(x^2)) + eps, eps added after the root: eps belongs "
+                                       "inside the square root, T.rsqrt(total / C + eps)"),
+        (torch.rsqrt(total + EPS), "Rstd equals 1/sqrt(sum(x^2) + eps): the 1/C of the mean is missing"),
+        (torch.sqrt(total / C + EPS), "Rstd equals sqrt(mean(x^2) + eps), the rms itself: store its inverse, "
+                                      "T.rsqrt(...)"),
+        (total / C + EPS, "Rstd equals mean(x^2) + eps: the square root's inverse is missing, T.rsqrt(...)"),
+    ]
+    for b in (128, 64, 32):
+        if C % b == 0 and C > b:
+            last = sq[:, C - b:].sum(-1)
+            out.append((torch.rsqrt(last / C + EPS),
+                        f"Rstd equals the formula over the last {b} columns only: the running total is overwritten by "
+                        f"each chunk's sum (total[i] = part[i]) instead of accumulated (total[i] += part[i])"))
+            out.append((torch.rsqrt(last / b + EPS),
+                        f"Rstd equals the formula over the last chunk of {b} columns, divided by {b}: accumulate "
+                        f"the chunks' sums (+=) and divide by C, the whole row"))
+            out.append((torch.rsqrt(total / b + EPS),
+                        f"Rstd equals 1/sqrt(sum(x^2) / {b} + eps): the sum is divided by the chunk width, not by "
+                        f"C = {C}"))
+    return out
+
+
+def _same_each(out, candidate, tolerance) -> bool:
+    """out equals candidate element by element (relative): inf/NaN at the same places, and every
+    finite value within tolerance of its own (a norm over the rows would let the rows with a large
+    Rstd hide the others: eps inside and after the root differ by 1e-5 where Rstd is 0.004)."""
+    import torch
+
+    o, c = out.double(), candidate.double()
+    if not torch.equal(~torch.isfinite(o), ~torch.isfinite(c)):
+        return False
+    keep = torch.isfinite(o)
+    return bool(((o[keep] - c[keep]).abs() <= tolerance * c[keep].abs().clamp_min(1e-30)).all())
+
+
+def _stats_compare(res, x, out, C, where) -> bool:
+    import torch
+
+    reference = rms_stats_reference(x)
+    what = f"C = {C}, M = {x.shape[0]}, ran in {where}"
+    whole = checks.compare(out, reference, tolerance=STATS_TOLERANCE)
+    if whole.unwritten:
+        res.failed(f"{whole.unwritten} of {out.numel()} Rstd values were never written (still NaN), {what}")
+        missing = checks.poison_mask(out).nonzero().flatten()
+        res.hint(f"the first unwritten row is {int(missing[0])} of {x.shape[0]}: does the grid cover the last, "
+                 f"partial block of rows (T.ceildiv(m, block_m)), and is the whole block's Rstd stored?")
+        return False
+    by_kind = {kind: checks.compare(out[rows], reference[rows], tolerance=STATS_TOLERANCE)
+               for kind, rows in STATS_ROW_KINDS.items()}
+    wrong = [kind for kind, cmp in by_kind.items() if not cmp.ok]
+    if not wrong and whole.ok:
+        res.passed(f"Rstd matches 1/sqrt(mean(x^2) + eps) in fp32 ({what}): ordinary rows, rows whose squares "
+                   f"exceed 65504, rows with a mean square below eps and rows of zeros; {whole}")
+        return True
+    res.failed(f"wrong Rstd ({what}) in the {', '.join(wrong)} rows: {whole}")
+    for kind in wrong:
+        res.hint(f"{kind} rows: {by_kind[kind]}")
+    large = out[STATS_ROW_KINDS["large"]]
+    if whole.nan and bool(torch.isnan(out[STATS_ROW_KINDS["ordinary"]]).all()):
+        res.hint("every Rstd is NaN, ordinary rows too: the running total was read before it was set; "
+                 "T.clear(total) before the loop over chunks")
+        return False
+    if "large" in wrong and bool(((large == 0) | ~torch.isfinite(large)).any()):
+        res.hint("the rows whose squares exceed 65504 come out as 0 (1/sqrt(inf)): the square or the sum is kept in "
+                 "16 bits (fp16) there. Widen each element to float32 before squaring, T.Cast('float32', chunk[i, j]), "
+                 "and keep the sums in float32 fragments")
+        return False
+    for candidate, advice in _stats_candidates(x, C):
+        if _same_each(out, candidate, STATS_TOLERANCE):
+            res.hint(advice)
+            return False
+    if "ordinary" in wrong:
+        res.hint("even ordinary rows are wrong: print Rstd[:4] next to rms_stats_reference(x)[:4]; check the "
+                 "column offset of each chunk (k * block_C) and that every chunk's sum is added")
+    else:
+        res.hint("ordinary rows are right, rows with a mean square near or at zero are not: look at eps, which "
+                 "belongs inside the square root, T.rsqrt(total / C + eps)")
+    return False
+
+
+# -- 05b exercise 2: the output pass in bf16 -------------------------------------------------------
+
+APPLY_WIDTHS = (96, 640)
+APPLY_DTYPE = "bfloat16"
+#: outputs allowed more than one bf16 step from the fp32 result (a GPU's exp2 may round an output
+#: that lies near a rounding boundary the other way: one step, rarely two)
+APPLY_MAX_SHARE_BEYOND_ONE_STEP = 1e-4
+
+
+def apply_rstd_reference(x, rstd, gamma):
+    """fp32: silu(x * rstd * gamma), rstd per row."""
+    v = x.float() * rstd.float()[:, None] * gamma.float()
+    return _silu(v)
+
+
+def apply_rstd_inputs(C: int, dtype: str = APPLY_DTYPE, device: str = "cpu", M: int = RAGGED_M):
+    """(x, rstd, gamma): x with the statistics checker's kinds of row, rstd their exact 1/rms."""
+    x = rms_stats_inputs(C, dtype, device, M)
+    return x, rms_stats_reference(x), checks.random_tensor((C,), x.dtype, device)
+
+
+def _ulps_off(y, reference):
+    """|y - reference| in units of the bf16 step at the reference's magnitude."""
+    import torch
+
+    ref = reference.double()
+    mag = ref.abs().clamp_min(2.0 ** -126)
+    step = torch.pow(2.0, torch.floor(torch.log2(mag)) - 7)
+    return (y.double() - ref).abs() / step
+
+
+def check_apply_rstd(factory, *, dtype: str = APPLY_DTYPE, arch: str | None = None,
+                     verbose: bool = True) -> ExerciseResult:
+    """Check a reader's output pass ``factory(C, dtype)`` (05b exercise 2); prints and returns."""
+    res = _check_apply(factory, dtype, arch or runtime.current_arch())
+    if verbose:
+        print(res)
+    return res
+
+
+def _check_apply(factory, dtype, arch) -> ExerciseResult:
+    import torch
+
+    res = ExerciseResult()
+    what = "write the kernel first: factory(C, dtype) returning a T.prim_func(X, Rstd, Gamma, Y)"
+    C = APPLY_WIDTHS[0]
+    program = call_factory(res, factory, (C, dtype), what)
+    if program is None:
+        return res
+    specs = param_specs(program)
+    shapes_ok = (len(specs) == 4 and all(s is not None for s, _ in specs)
+                 and [len(s) for s, _ in specs] == [2, 1, 1, 2]
+                 and [d for _, d in specs] == [dtype, "float32", dtype, dtype]
+                 and specs[0][0][1] == C and specs[2][0][0] == C and specs[3][0][1] == C)
+    if not shapes_ok:
+        return res.failed(f"the kernel must take (X: (m, {C}) {dtype}, Rstd: (m,) float32, Gamma: ({C},) {dtype}, "
+                          f"Y: (m, {C}) {dtype}); yours takes {specs}")
+    res.passed(f"signature: X, Y (m, {C}) {dtype}, Rstd (m,) float32, Gamma ({C},) {dtype}")
+    fragments, annotated = _fragments(program)
+    loose = [name for name in fragments if name not in annotated]
+    if loose:
+        res.failed(f"fragment(s) {', '.join(loose)} not annotated: the spec asks for every (block_m, width) fragment "
+                   f"in T.annotate_layout with row_group_layout(...), as the kernel does")
+        res.hint("without it layout inference may give each thread a whole row at C = 96 (notebook 05, section 2)")
+        return res
+    kernel = compile_or_fail(res, program, arch)
+    if kernel is None:
+        return res
+    src = kernel_source(kernel)
+    names = _buffer_names(program)
+    if src:
+        missing = [role for role, name in (("X", names[0]), ("Y", names[3]))
+                   if not re.search(rf"\*\(uint4\*\)\({re.escape(name)} \+", src)]
+        if missing:
+            return res.failed(f"at C = {C} the generated CUDA does not access {', '.join(missing)} with 16-byte "
+                              f"vectors (uint4): give every fragment the row-group layout, width a multiple of "
+                              f"8 * group")
+        res.passed(f"X is loaded and Y stored with 16-byte vectors at C = {C}")
+    m = runtime.mode()
+    where = "the GPU" if m.can_run else "the emulator (CPU)"
+    for width in APPLY_WIDTHS:
+        try:
+            with quiet_tilelang():
+                k = kernel if width == C else runtime.compile_kernel(factory(width, dtype), arch=arch)
+        except Exception as exc:
+            return res.failed(f"C = {width}: factory/compile failed: {type(exc).__name__}: {str(exc)[:300]}")
+        x, rstd, gamma = apply_rstd_inputs(width, dtype, m.device)
+        y = checks.poisoned(x.shape, x.dtype, m.device)
+        try:
+            with quiet_tilelang():
+                runtime.run(k, x, rstd, gamma, y)
+            if m.can_run:
+                torch.cuda.synchronize()
+        except Exception as exc:
+            return res.failed(f"C = {width}: running it on {where} failed: {type(exc).__name__}: "
+                              f"{str(exc).strip().splitlines()[-1][:300]}")
+        res.ran_on = where
+        if not _apply_compare(res, x, rstd, gamma, y, width, dtype, where):
+            return res
+    res.numerics_checked = True
+    return res
+
+
+def _apply_compare(res, x, rstd, gamma, y, C, dtype, where) -> bool:
+    import torch
+
+    reference = apply_rstd_reference(x, rstd, gamma)
+    tolerance = checks.TOLERANCE[dtype]
+    what = f"C = {C}, M = {x.shape[0]}, {dtype}, ran in {where}"
+    cmp = checks.compare(y, reference, tolerance=tolerance)
+    if cmp.unwritten:
+        res.failed(f"{cmp.unwritten} of {y.numel()} outputs were never written (still NaN), {what}")
+        res.hint("does the grid cover the last, partial block of rows (T.ceildiv(m, block_m)), and does "
+                 "T.copy(y, Y[...]) store the whole tile?")
+        return False
+    if not cmp.ok:
+        res.failed(f"wrong values against silu(x * rstd * gamma) in fp32 ({what}): {cmp}")
+        v = x.float() * rstd[:, None] * gamma.float()
+        candidates = (
+            (_silu(x.float() * gamma.float()), "Y equals silu(x * gamma): Rstd is not applied (multiply by Rstd[i])"),
+            (_silu(x.float() / rstd[:, None] * gamma.float()),
+             "Y equals silu(x / rstd * gamma): the kernel divides by Rstd; it holds 1/rms already, multiply by it"),
+            (v, "Y equals x * rstd * gamma: the SiLU is missing, v / (1 + exp(-v)) (notebook 05's kernel writes it "
+                "with T.exp2)"),
+            (torch.sigmoid(v), "Y equals sigmoid(v): SiLU is v * sigmoid(v), v / (1 + exp(-v))"),
+            (_silu(x.float() * rstd[:, None]), "Y equals silu(x * rstd): Gamma is not applied"),
+        )
+        for candidate, advice in candidates:
+            if _same(y, candidate, tolerance):
+                res.hint(advice)
+                break
+        else:
+            res.hint("compare your loop with the kernel's last loop, one step at a time: v = x * rstd * gamma in "
+                     "float32, then v / (1 + exp2(-v * log2(e))), cast to the output type once")
+        return False
+    off = _ulps_off(y, reference)
+    finite = torch.isfinite(reference)
+    share_two = float((off[finite] > 1.0).double().mean())
+    worst = float(off[finite].max())
+    if share_two > APPLY_MAX_SHARE_BEYOND_ONE_STEP:
+        res.failed(f"within {dtype}'s tolerance ({cmp}), but {100 * share_two:.1f} % of the outputs are more than one "
+                   f"bf16 step from the fp32 result (worst {worst:.0f} steps), {what}")
+        res.hint("the result is rounded to bfloat16 more than once: somewhere a step runs in bf16 (a T.Cast(dtype, "
+                 "...) of Rstd, or a product of two bf16 values before the cast to float32). Compute "
+                 "v = T.Cast('float32', x) * rstd * T.Cast('float32', gamma) and the SiLU in float32, and cast once, "
+                 "into y")
+        return False
+    res.passed(f"matches silu(x * rstd * gamma) in fp32 ({what}): {cmp}; every output within "
+               f"{'one bf16 step' if worst <= 1 else f'{worst:.1f} bf16 steps'} of the fp32 result "
+               f"({100 * share_two:.3f} % beyond one step: rounded once)")
+    return True
