@@ -175,11 +175,18 @@ def test_committed_files_follow_the_schema():
         assert all(r["value"] > 0 for r in doc["records"])
 
 
+#: Suites added before their first GPU run (issue 24's host-cost suites, 2026-12-01): each may lack
+#: a results file until that run's file is committed; once it exists it is checked like any other.
+#: Remove a name when its file is committed.
+AWAITING_FIRST_RUN = {"tile_host", "gemm_host", "rmsnorm_host", "mla_host"}
+
+
 def test_every_suite_has_a_file_and_no_committed_record_is_stale():
     suites = lessons.suites()
     files = {p.stem for p in results.RESULTS_DIR.glob("*.json")}
     assert files <= set(suites), f"results files no lesson owns: {files - set(suites)}"
-    assert set(suites) <= files, f"suites never recorded: {set(suites) - files}"
+    assert AWAITING_FIRST_RUN <= set(suites), f"no lesson defines {AWAITING_FIRST_RUN - set(suites)}"
+    assert set(suites) - AWAITING_FIRST_RUN <= files, f"suites never recorded: {set(suites) - AWAITING_FIRST_RUN - files}"
     stale = results.stale_records()
     assert not stale, (
         "recorded GPU results no longer match what their configuration builds; re-run the benchmark on a "

@@ -1,0 +1,212 @@
+"""The host-cost suites (issue 24, goal 1): tile_host, gemm_host, rmsnorm_host, mla_host.
+
+On CPU: the suites are registered and listed, what their records measure rebuilds (programs and
+the ops' Python code), and the record logic (excess, goals, a disagreement left out) on timings
+given by hand. On a GPU: each suite runs (quick) and its outputs check."""
+import io
+import contextlib
+
+import pytest
+
+from tilelang_tutorial import host_cost, lessons, report, results, timing
+
+lessons.all_lessons()
+
+HOST_SUITES = ("tile_host", "gemm_host", "rmsnorm_host", "mla_host")
+PROV = {"gpu": "NVIDIA H200", "sm_count": 132, "driver": "580", "cuda": "13.0", "torch": "2.11", "triton": "3.6",
+        "tilelang": "0.1.15", "python": "3.12", "date": "2026-12-01T00:00:00Z", "command": "test"}
+
+
+def test_host_suites_are_registered_and_listed():
+    suites = lessons.suites()
+    for s in HOST_SUITES:
+        assert s in suites and s in results.registered_suites(), s
+        assert callable(lessons.suite_runner(s))
+    from tilelang_tutorial.__main__ import bench
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert bench(list(HOST_SUITES), quick=False, dry_run=True, list_only=True) == 0
+    for s in HOST_SUITES:
+        assert f"[list] {s}:" in buf.getvalue()
+
+
+def _names(suite, rec):
+    rec = dict(rec, suite=suite)
+    return [results.describe_measured(m) for m in results._SUITES[suite](rec)]
+
+
+def test_tile_host_records_measure_the_program_and_the_op():
+    from tilelang_tutorial.lessons.tiles import host_bench, row_sum, scale_copy
+
+    for kernel, factory, op in (("scale_copy", scale_copy.scale_copy_program, scale_copy.scale_copy),
+                                ("row_sum", row_sum.row_sum_program, row_sum.row_sum)):
+        rec = {"kernel": kernel, "config": host_bench.default_config(factory), "shape": {"M": 1, "N": 4096},
+               "dtype": "float16"}
+        assert _names("tile_host", rec) == [f"TileLang program {kernel}", results.describe_measured(op)]
+        # the op's Python code is part of what was measured: a record of the program alone differs
+        assert results.fingerprint(results._SUITES["tile_host"](rec)) != results.fingerprint(
+            [factory(4096, dtype="float16", **rec["config"])])
+    assert len(host_bench.points()) == 4
+
+
+def test_gemm_host_records_measure_the_chosen_kernels_and_the_op():
+    from tilelang_tutorial.lessons.gemm import host_bench, rule
+
+    for M, N, K in host_bench.POINTS:
+        choice = rule.choose(M, N, K, "float16", arch="sm_90a")
+        rec = {"kernel": "gemm_relu", "shape": {"M": M, "N": N, "K": K}, "dtype": "float16",
+               "config": {**choice.config.as_dict(), "split": choice.split, "candidate": choice.name}}
+        names = _names("gemm_host", rec)
+        assert sum(n.startswith("TileLang program") for n in names) == (2 if choice.split > 1 else 1)
+        assert any(n.endswith("kernel.gemm_relu") for n in names)
+        assert any(n.endswith("rule.choose") for n in names)
+
+
+def test_rmsnorm_host_covers_the_goal_grid_and_both_paths():
+    from tilelang_tutorial.lessons.rmsnorm import dispatch, host_bench, kernel
+
+    pts = host_bench.points()
+    assert {M for M, _ in pts} == {1, 2048, 16384}
+    assert {C for _, C in pts} == {96, 160, 320, 640, 1024, 4096, 8192} and len(pts) == 21
+    assert dispatch.which_path(96) == "triton" and dispatch.which_path(320) == "tilelang"
+    triton = {"kernel": "fused_rmsnorm_silu", "shape": {"M": 1, "C": 96}, "dtype": "float16",
+              "config": {"path": "triton", "triton_config": {"BLOCK_C": 128, "ROWS": 16, "num_warps": 4}}}
+    names = _names("rmsnorm_host", triton)
+    assert not any(n.startswith("TileLang program") for n in names)
+    assert any("rmsnorm_silu_triton" in n for n in names) and any("fused_rmsnorm_silu" in n for n in names)
+    cfg = kernel.config_for(320, "float16")
+    tl = {"kernel": "fused_rmsnorm_silu", "shape": {"M": 1, "C": 320}, "dtype": "float16",
+          "config": {"path": "tilelang", "kernel_config": {"group": cfg.group, "threads": cfg.threads,
+                                                           "rows_per_thread": cfg.rows_per_thread}}}
+    names = _names("rmsnorm_host", tl)
+    assert names[0].startswith("TileLang program") and sum(n.startswith("TileLang program") for n in names) == 1
+    assert any(n.endswith("validate_rmsnorm_silu_inputs") for n in names)
+
+
+def test_mla_host_records_measure_the_program_and_plan_run():
+    from tilelang_tutorial.lessons.mla.common import default_softmax_scale
+    from tilelang_tutorial.lessons.mla import op
+
+    rec = {"kernel": "mla_decode", "shape": {"batch": 1, "h_q": 128, "kv_len": 8192}, "dtype": "float16",
+           "config": {"num_split": 4, "schedule": op.resolve_schedule(None, "sm_90a"), "path": "plan.run",
+                      "softmax_scale": default_softmax_scale(), "arch": "sm_90a"}}
+    names = _names("mla_host", rec)
+    assert names[0].startswith("TileLang program")
+    assert any(n.endswith("MLADecodePlan.run") for n in names) and any(n.endswith("MLADecodePlan._check") for n in names)
+
+
+# ------------------------------------------------------------------------------------------------
+# The record logic, on timings given by hand
+# ------------------------------------------------------------------------------------------------
+
+def _timing(us, check_us=None):
+    check_us = us if check_us is None else check_us
+    return timing.Timing(ms=us / 1e3, method="events", check_ms=check_us / 1e3, check_method="wall",
+                         regime="call", calls=100)
+
+
+class _Cmp:
+    rel_error, max_abs_error, unwritten, tolerance, nan, ok = 1e-4, 1e-3, 0, 2e-3, 0, True
+
+    def __str__(self):
+        return "OK"
+
+
+@pytest.fixture
+def fake_suite(tmp_path, monkeypatch):
+    (tmp_path / "results").mkdir()
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path / "results")
+    results.register_suite("host_demo", lambda rec: ["demo op code"])
+    yield
+    results._SUITES.pop("host_demo", None)
+    results._current_fingerprint.cache_clear()
+
+
+def _fake_times(monkeypatch, times):
+    """``times``: {callable: microseconds or None (the two methods disagreed)}."""
+    def measure_or_note(fn, *, regime="kernel", tolerance=timing.DEFAULT_TOLERANCE):
+        assert regime == "call", "host cost is timed back to back, host time counted"
+        us = times[fn]
+        return (None, "timing methods disagree") if us is None else (_timing(us), None)
+    monkeypatch.setattr(timing, "measure_or_note", measure_or_note)
+
+
+def _measure(notes, **kw):
+    return host_cost.measure_record(suite="host_demo", kernel="op", config={}, shape={"M": 1}, dtype="float16",
+                                    label="demo", op_check=_Cmp(), bare_check=_Cmp(), call="op(x)",
+                                    bare_name="kernel(x)", notes=notes, **kw)
+
+
+def test_a_record_holds_the_op_the_bare_call_and_the_difference(fake_suite, monkeypatch):
+    def op(): pass
+    def bare(): pass
+    _fake_times(monkeypatch, {op: 12.0, bare: 10.0})
+    rec = _measure({}, op=op, bare=bare)
+    assert rec["value"] == pytest.approx(12.0) and rec["unit"] == "us"
+    assert rec["reference"]["value"] == pytest.approx(10.0) and rec["ratio_to_reference"] == pytest.approx(1.2)
+    h = rec["host_cost"]
+    assert h["excess_us"] == pytest.approx(2.0) and h["excess_met"] and h["met"]
+    assert rec["correctness"]["ok"] and rec["correctness"]["bare_call"]["ok"]
+    _fake_times(monkeypatch, {op: 14.5, bare: 10.0})
+    assert not _measure({}, op=op, bare=bare)["host_cost"]["met"]
+
+
+def test_the_drop_in_is_judged_against_eager_torch_in_its_own_form(fake_suite, monkeypatch):
+    def op(): pass
+    def bare(): pass
+    def allocating(): pass
+    def eager(): pass
+    _fake_times(monkeypatch, {op: 11.0, bare: 10.0, allocating: 13.0, eager: 12.0})
+    rec = _measure({}, op=op, bare=bare, op_as_eager=allocating, eager=eager, eager_name="torch")
+    h = rec["host_cost"]
+    assert h["excess_met"] and h["op_allocating_us"] == pytest.approx(13.0)
+    assert h["op_minus_eager_us"] == pytest.approx(1.0) and not h["eager_met"] and not h["met"]
+    assert rec["peers"]["eager_torch"]["value"] == pytest.approx(12.0)
+    _fake_times(monkeypatch, {op: 11.0, bare: 10.0, allocating: 13.0, eager: None})
+    notes = {}
+    rec = _measure(notes, op=op, bare=bare, op_as_eager=allocating, eager=eager, eager_name="torch")
+    assert "eager_met" not in rec["host_cost"] and not rec["host_cost"]["met"], "an unmeasured goal is not met"
+    assert "eager" in notes["demo"]["not timed"]
+
+
+def test_a_call_whose_timings_disagree_is_left_out_with_the_reason(fake_suite, monkeypatch):
+    def op(): pass
+    def bare(): pass
+    _fake_times(monkeypatch, {op: None, bare: 10.0})
+    notes = {}
+    assert _measure(notes, op=op, bare=bare) is None
+    assert "disagree" in notes["demo"]["not recorded"]["op"]
+
+
+def test_records_save_and_the_goals_are_judged(fake_suite, monkeypatch):
+    def op(): pass
+    def bare(): pass
+    _fake_times(monkeypatch, {op: 12.0, bare: 10.0})
+    met = _measure({}, op=op, bare=bare)
+    _fake_times(monkeypatch, {op: 15.0, bare: 10.0})
+    missed = dict(_measure({}, op=op, bare=bare), shape={"M": 2})
+    results.save("host_demo", [met, missed], provenance_info=dict(PROV), goals=host_cost.goals())
+    (g,) = report.goal_results("host_demo")
+    assert g.met is False and sorted(g.values) == pytest.approx([2.0, 5.0])
+    results.save("host_demo", [met], provenance_info=dict(PROV), goals=host_cost.goals())
+    (g,) = report.goal_results("host_demo")
+    assert g.met is True
+
+
+# ------------------------------------------------------------------------------------------------
+# On the GPU
+# ------------------------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("suite", HOST_SUITES)
+def test_host_suite_runs_and_checks_on_the_gpu(suite):
+    run = lessons.suite_runner(suite)(quick=True)
+    assert run.records, f"{suite}: nothing recorded: {run.notes}"
+    for rec in run.records:
+        results.validate_record(rec)
+        assert rec["correctness"]["ok"] and rec["correctness"]["bare_call"]["ok"], rec["correctness"]
+        h = rec["host_cost"]
+        assert h["bare_us"] > 0 and h["op_us"] == pytest.approx(rec["value"])
+        assert rec["timing"]["regime"] == "call"
+        assert results.current_fingerprint(rec) == rec["fingerprint"]
