@@ -295,7 +295,7 @@ def _assert_the_op_contract(shape, dtype, variant, device):
         with pytest.raises(ValueError, match="not a multiple of 8") as refused:
             gr.gemm_relu(a, b, cfg, out=out)
         assert "\n" not in str(refused.value) and f"N={N}, K={K}" in str(refused.value), str(refused.value)
-        assert rule.choose(M, N, K, dtype).config == gr.SEED_CONFIG   # what config=None takes instead
+        assert rule.choose(M, N, K, dtype).config == rule.seed_config(runtime.current_arch())   # config=None
         return
     c = gr.gemm_relu(a, b, cfg, out=out)
     assert c is out and c.dtype == tdt
@@ -367,11 +367,82 @@ def test_a_large_config_on_an_unaligned_shape_is_one_line_before_compiling(monke
     assert "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120", "sm_120a"])
+@pytest.mark.parametrize("arch", runtime.ACCEPTED_ARCHS)
 def test_the_rule_never_picks_a_tile_that_does_not_fit(arch):
-    for shape in [(1, 4096, 4096), (16, 7168, 2048), (4096, 4096, 4096), (3001, 5000, 4040)]:
-        choice = rule.choose(*shape, "float16", arch)
-        assert rule.smem_bytes(choice.config) <= runtime.ARCHS[arch].smem_per_block, (arch, shape, choice)
+    """Every architecture the tutorial knows, sm_75 (a T4's 64 KiB) included, aligned and unaligned
+    shapes, with the model off (the op today) and on (made-up rates for every candidate)."""
+    shapes = [(1, 4096, 4096), (16, 7168, 2048), (4096, 4096, 4096), (3001, 5000, 4040), (77, 1001, 520)]
+    limit = runtime.ARCHS[arch].smem_per_block
+    steps = {name: rule.step_us(500, cfg, 132) for name, cfg in rule.CANDIDATES.items()}
+    for shape in shapes:
+        for choice in (rule.choose(*shape, "float16", arch),
+                       rule.model_choice(*shape, arch, (steps, 4.0, 4000.0, 132, "test rates"))):
+            assert rule.smem_bytes(choice.config) <= limit, (arch, shape, choice)
+    assert rule.fits(rule.seed_config(arch), arch)
+    for cfg in rule.CANDIDATES.values():
+        assert rule.fits(rule.fitted(cfg, arch), arch)
+
+
+def test_the_seed_is_fitted_only_where_it_does_not_fit():
+    """The recorded H200 configurations are untouched: only a T4 gets another seed, with two stages."""
+    for arch in runtime.ACCEPTED_ARCHS:
+        fits = rule.smem_bytes(gr.SEED_CONFIG) <= runtime.ARCHS[arch].smem_per_block
+        assert (rule.seed_config(arch) == gr.SEED_CONFIG) == fits, arch
+    assert [a for a in runtime.ACCEPTED_ARCHS if rule.seed_config(a) != gr.SEED_CONFIG] == ["sm_75"]
+    turing = rule.seed_config("sm_75")
+    assert turing == gr.SEED_CONFIG.replace(num_stages=2) and rule.smem_bytes(turing) == 64 * 1024
+    choice = rule.choose(4096, 4096, 4096, "float16", "sm_75")
+    assert choice.config == turing and "64 KiB" in choice.why
+    assert rule.choose(77, 1001, 520, "float16", "sm_75").config == turing
+    assert rule.choose(4096, 4096, 4096, "float16", "sm_90a").config == gr.tuned_config("float16")
+    assert rule.choose(77, 1001, 520, "float16", "sm_90a").config == gr.SEED_CONFIG
+    # stages go first (down to two), then block_K
+    assert rule.fitted(gr.tuned_config("float16"), "sm_75").num_stages == 2
+    assert rule.fitted(gr.SEED_CONFIG.replace(block_N=256), "sm_75").block_K == 32
+
+
+@pytest.mark.parametrize("N,K", [(4096, 4096), (1001, 1000)])
+def test_the_t4_seed_compiles_for_sm75_within_its_shared_memory(N, K):
+    """What the rule builds on a T4, compiled for sm_75 (no T4 needed): TileLang's launch asks for
+    at most 64 KiB, ptxas spills nothing, and the code is Turing's (mma.sync m16n8k8 fed by
+    ldmatrix, plain 16-byte loads, no cp.async, no TMA, no wgmma)."""
+    if runtime.nvcc_path() is None:
+        pytest.skip("needs nvcc")
+    from tilelang_tutorial.inspector import kernel_ptx, resource_usage
+
+    kernel = gr.build_gemm_relu(N, K, config=rule.choose(64, N, K, "float16", "sm_75").config, arch="sm_75")
+    assert runtime.dynamic_shared_memory(kernel) == 64 * 1024 <= runtime.ARCHS["sm_75"].smem_per_block
+    (usage,) = resource_usage(kernel).values()
+    assert usage["spill_stores"] == 0 and usage["spill_loads"] == 0, usage
+    ptx = kernel_ptx(kernel)
+    assert set(re.findall(r"mma\.sync\.aligned\.(m\d+n\d+k\d+)", ptx)) == {"m16n8k8"}
+    assert "ldmatrix" in ptx and "ld.global.nc.v4" in ptx
+    assert not re.search(r"cp\.async|wgmma|tcgen05|setmaxnreg", ptx)
+
+
+def test_on_a_t4_the_op_builds_what_fits(monkeypatch):
+    """A faked T4 (GPU mode, sm_75): the op's build goes through compile_kernel's shared-memory
+    check, which refuses the 96 KiB seed, and passes with the rule's choice (no launch here)."""
+    if runtime.nvcc_path() is None:
+        pytest.skip("needs nvcc")
+    for var in (runtime.ARCH_ENV, runtime.EMULATE_ENV):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (7, 5))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "Tesla T4")
+    runtime.invalidate_mode()
+    try:
+        assert (runtime.mode().name, runtime.mode().arch) == ("gpu", "sm_75")
+        choice = rule.choose(300, 4096, 4096, "float16")
+        assert choice.config == rule.seed_config("sm_75")
+        program = gr.gemm_relu_program(None, 4096, 4096, dynamic_m=True, **choice.config.as_dict())
+        kernel = runtime.compile_kernel(program)                  # the check runs: GPU mode, arch sm_75
+        assert runtime.dynamic_shared_memory(kernel) <= runtime.ARCHS["sm_75"].smem_per_block
+        with pytest.raises(runtime.ArchError, match="96 KiB"):
+            runtime.compile_kernel(gr.gemm_relu_program(None, 4096, 4096, dynamic_m=True, **gr.SEED_CONFIG.as_dict()))
+    finally:
+        monkeypatch.undo()
+        runtime.invalidate_mode()
 
 
 def test_the_model_splits_k_when_c_is_small(monkeypatch):
