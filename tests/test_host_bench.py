@@ -210,3 +210,123 @@ def test_host_suite_runs_and_checks_on_the_gpu(suite):
         assert h["bare_us"] > 0 and h["op_us"] == pytest.approx(rec["value"])
         assert rec["timing"]["regime"] == "call"
         assert results.current_fingerprint(rec) == rec["fingerprint"]
+
+
+# ------------------------------------------------------------------------------------------------
+# Each suite's run() on CPU, with stand-in kernels and timings: the glue (inputs, checks, calls,
+# records, fingerprints) runs as it will on the GPU; only the kernels and the clocks are fake.
+# ------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def on_cpu(monkeypatch):
+    import torch
+
+    from tilelang_tutorial import checks, runtime
+
+    random_tensor, poisoned = checks.random_tensor, checks.poisoned
+    monkeypatch.setattr(checks, "random_tensor", lambda shape, dtype, device, **kw: random_tensor(shape, dtype, "cpu", **kw))
+    monkeypatch.setattr(checks, "poisoned", lambda shape, dtype, device: poisoned(shape, dtype, "cpu"))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(results, "provenance", lambda command: dict(PROV, command=command))
+    monkeypatch.setattr(runtime, "run", lambda kernel, *args, **scalars: kernel(*args, *scalars.values()))
+    monkeypatch.setattr(runtime, "launcher", lambda kernel: kernel)
+    called = []
+
+    def measure_or_note(fn, *, regime="kernel", tolerance=timing.DEFAULT_TOLERANCE):
+        assert regime == "call"
+        fn()                                   # each timed callable runs
+        called.append(fn)
+        return _timing(10.0 + len(called)), None
+    monkeypatch.setattr(timing, "measure_or_note", measure_or_note)
+    return called
+
+
+def _check_run(run, n_points, calls_per_point, called):
+    assert len(run.records) == n_points and not run.notes
+    assert len(called) == n_points * calls_per_point
+    for rec in run.records:
+        results.validate_record(rec)
+        assert rec["correctness"]["ok"] and rec["correctness"]["bare_call"]["ok"], rec["correctness"]
+        # what the record says it measured is what its suite rebuilds from it (no cache: a test
+        # below replaces a function the record fingerprints)
+        assert results.fingerprint(results._SUITES[rec["suite"]](rec)) == rec["fingerprint"]
+        assert rec["host_cost"]["excess_us"] == pytest.approx(1.0)     # op timed right after bare
+    assert run.goals and run.goals[0]["metric"] == "host_cost.excess_us"
+
+
+def test_tile_host_run_glue(on_cpu, monkeypatch):
+    from tilelang_tutorial.lessons.tiles import host_bench, row_sum, scale_copy
+
+    monkeypatch.setattr(host_bench, "SHAPES", [(3, 256)])
+    monkeypatch.setattr(scale_copy, "build_scale_copy", lambda N, **kw: lambda x, y, a: y.copy_(x * a))
+    monkeypatch.setattr(row_sum, "build_row_sum", lambda N, **kw: lambda x, s: s.copy_(x.float().sum(1)))
+    _check_run(host_bench.run(quick=True), 2, 2, on_cpu)
+
+
+@pytest.mark.parametrize("split", [1, 2])
+def test_gemm_host_run_glue(on_cpu, monkeypatch, split):
+    import dataclasses
+
+    import torch
+
+    from tilelang_tutorial.lessons.gemm import host_bench, kernel, rule, split_k
+
+    choose = rule.choose
+    monkeypatch.setattr(rule, "choose", lambda *a, **kw: dataclasses.replace(choose(*a, **kw), split=split))
+
+    monkeypatch.setattr(host_bench, "POINTS", [(1, 256, 512), (64, 256, 512)])
+    monkeypatch.setattr(kernel, "build_gemm_relu",
+                        lambda N, K, **kw: lambda a, b, c: c.copy_(torch.relu(a.float() @ b.float())))
+
+    def pair(N, K, split, config, dtype):
+        def partial(a, b, w):
+            w.zero_()
+            w[0] = a.float() @ b.float()
+        return partial, lambda w, out: out.copy_(torch.relu(w.sum(0)))
+    monkeypatch.setattr(split_k, "build_split_k", pair)
+    run = host_bench.run()
+    _check_run(run, 2, 3, on_cpu)
+    assert all(r["config"]["split"] == split for r in run.records)
+    assert all(sum(m.startswith("TileLang program") for m in r["measured"]) == split for r in run.records)
+    assert all("eager_met" not in r["host_cost"] and "eager_torch" in r["peers"] for r in run.records)
+
+
+def test_rmsnorm_host_run_glue(on_cpu, monkeypatch):
+    from tilelang_tutorial.lessons.rmsnorm import host_bench, kernel
+
+    monkeypatch.setattr(host_bench, "points", lambda quick=False: [(3, 320), (1, 640)])
+
+    def fake_build(C, dtype="float16", config=None, arch=None):
+        def k(x2d, gamma, y2d, eps):
+            y2d.copy_(kernel.rmsnorm_silu_reference(x2d, gamma, eps))
+        return k
+    monkeypatch.setattr(kernel, "build_rmsnorm_silu", fake_build)
+    run = host_bench.run()
+    _check_run(run, 2, 4, on_cpu)
+    for rec in run.records:
+        h = rec["host_cost"]
+        assert {"op_allocating_us", "eager_us", "op_minus_eager_us", "eager_met"} <= set(h)
+        assert rec["config"]["path"] == "tilelang" and "block_m" not in rec["config"]["kernel_config"]
+    assert [g["metric"] for g in run.goals] == ["host_cost.excess_us", "host_cost.op_minus_eager_us"]
+
+
+def test_mla_host_run_glue(on_cpu, monkeypatch):
+    from tilelang_tutorial.lessons.mla import host_bench, op
+    from tilelang_tutorial.lessons.mla.common import DIM_NOPE, DIM_PE, PAGE_SIZE
+    from tilelang_tutorial.lessons.mla.reference import mla_decode_reference
+
+    make = host_bench.make_paged_inputs
+    monkeypatch.setattr(host_bench, "make_paged_inputs", lambda *a, device, **kw: make(*a, device="cpu", **kw))
+    monkeypatch.setattr(host_bench, "POINTS", [(1, 100), (3, 130)])
+    monkeypatch.setattr(host_bench, "H_Q", 16)
+
+    def fake_build(h_q, dtype, **kw):
+        def k(q_nope, q_pe, kv, pe, block_table, seqlens, lse, o_partial, out):
+            out.copy_(mla_decode_reference(q_nope, q_pe, kv.view(-1, PAGE_SIZE, 1, DIM_NOPE),
+                                           pe.view(-1, PAGE_SIZE, 1, DIM_PE), block_table, seqlens))
+        return k
+    monkeypatch.setattr(op, "build_mla_decode", fake_build)
+    run = host_bench.run()
+    _check_run(run, 2, 2, on_cpu)
+    assert all(r["config"]["path"] == "plan.run" and r["correctness"]["checked_sequences"] >= 1 for r in run.records)

@@ -74,7 +74,7 @@ def run(quick: bool = False) -> results.Run:
         ref = kernel.gemm_relu_reference(a, b)
         tol = checks.TOLERANCE[DTYPE]
         op_check, bare_check = checks.compare(c, ref, tolerance=tol), checks.compare(c_bare, ref, tolerance=tol)
-        c_torch = torch.empty((M, N), dtype=tdt, device="cuda")
+        c_torch = torch.empty((M, N), dtype=tdt, device=a.device)
         rec = host_cost.measure_record(
             suite=SUITE, kernel="gemm_relu",
             config={**choice.config.as_dict(), "split": choice.split, "candidate": choice.name},
