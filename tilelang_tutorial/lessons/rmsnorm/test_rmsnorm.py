@@ -748,3 +748,64 @@ def test_two_pass_kernel_matches_reference_on_gpu(C, dtype):
         torch.cuda.synchronize()
         checks.assert_close(y, rs.rmsnorm_silu_reference(x, gamma), tolerance=checks.TOLERANCE[dtype],
                             what=f"two-pass C={C} {dtype} rows={rows}")
+
+
+# -- notebook 05b's exercises: the inputs are in the regime where the plausible mistakes differ ----
+
+def test_statistics_inputs_overflow_fp16_and_need_eps():
+    from tilelang_tutorial.lessons.rmsnorm import exercises as ex
+
+    x = ex.rms_stats_inputs(640)
+    large, tiny, zero = (x[ex.STATS_ROW_KINDS[k]] for k in ("large", "tiny", "zero"))
+    assert torch.isinf(large * large).any()                          # an fp16 square overflows
+    assert torch.isinf(large.pow(2).sum(-1)).all()                   # a 16-bit sum overflows in every row
+    assert (tiny.float().pow(2).mean(-1) < ex.EPS).all()             # eps decides these rows
+    assert (zero == 0).all() and x.shape[0] % 16 and x.shape[0] % 8  # ragged against blocks of 8 or 16 rows
+    rstd = ex.rms_stats_reference(x)
+    no_eps = torch.rsqrt(x.float().pow(2).mean(-1))
+    assert ((rstd[ex.STATS_ROW_KINDS["tiny"]] - no_eps[ex.STATS_ROW_KINDS["tiny"]]).abs() > 1).all()
+
+
+def test_output_pass_precision_check_tells_one_rounding_from_several():
+    from tilelang_tutorial.lessons.rmsnorm import exercises as ex
+
+    x, rstd, gamma = ex.apply_rstd_inputs(640)
+    reference = ex.apply_rstd_reference(x, rstd, gamma)
+    once = reference.to(torch.bfloat16)
+    v = (x * rstd.to(torch.bfloat16)[:, None] * gamma).float()       # products rounded to bf16 on the way
+    several = (v * torch.sigmoid(v)).to(torch.bfloat16)
+    assert float((ex._ulps_off(once, reference) > 1).double().mean()) == 0.0
+    share = float((ex._ulps_off(several, reference) > 1).double().mean())
+    assert share > 100 * ex.APPLY_MAX_SHARE_BEYOND_ONE_STEP
+    assert checks.compare(several, reference, tolerance=checks.TOLERANCE["bfloat16"]).ok   # the tolerance alone passes it
+
+
+@requires_gpu
+def test_05b_exercise_checkers_run_on_the_gpu():
+    from tilelang_tutorial.lessons.rmsnorm import exercises as ex, wrong_answers as wrong
+    from tilelang_tutorial.lessons.rmsnorm.solutions import apply_rstd, rms_stats
+
+    res = ex.check_rms_stats(rms_stats.rms_stats_solution, verbose=False)
+    assert res.ok and res.ran_on == "the GPU", str(res)
+    res = ex.check_apply_rstd(apply_rstd.apply_rstd_solution, verbose=False)
+    assert res.ok and res.ran_on == "the GPU", str(res)
+    res = ex.check_apply_rstd(wrong.wrong_apply_bf16_math, verbose=False)
+    assert not res.ok and "rounded to bfloat16 more than once" in str(res), str(res)
+
+
+def test_05b_ends_with_its_two_exercises():
+    import json
+
+    from tilelang_tutorial import lessons
+    from tilelang_tutorial.lessons import rmsnorm
+
+    path = lessons.notebook_path(rmsnorm).parent / "05b_rmsnorm_in_depth.ipynb"
+    cells = [(c["cell_type"], "".join(c["source"])) for c in json.loads(path.read_text())["cells"]]
+    heads = [i for i, (kind, src) in enumerate(cells) if kind == "markdown" and src.lstrip().startswith("## ")]
+    assert "exercises" in cells[heads[-1]][1].splitlines()[0].lower()
+    starters = [src for kind, src in cells[heads[-1]:] if kind == "code"]
+    checkers = {ex.check.__name__ for ex in rmsnorm.exercise_cases() if ex.name.startswith("05b")}
+    assert checkers == {"check_rms_stats", "check_apply_rstd"}
+    for name in checkers:
+        (cell,) = [src for src in starters if f"exercises.{name}(" in src]
+        assert "raise NotImplementedError" in cell and "_spec(" in cell     # spec, starter and check side by side
