@@ -192,6 +192,9 @@ def test_records_save_and_the_goals_are_judged(fake_suite, monkeypatch):
     results.save("host_demo", [met], provenance_info=dict(PROV), goals=host_cost.goals())
     (g,) = report.goal_results("host_demo")
     assert g.met is True
+    text = report.table_text("host_demo", columns=["shape.M", "value", "host_cost.bare_us", "host_cost.excess_us"])
+    assert "12" in text and "10" in text and "NVIDIA H200" in text
+    assert "host_demo" in report.table_text("host_demo") or "12" in report.table_text("host_demo")
 
 
 # ------------------------------------------------------------------------------------------------
