@@ -1,4 +1,4 @@
-"""Notebook 05's exercises.
+"""Notebook 05's exercises (1, 2) and notebook 05b's (3, 4: below, after exercise 1's checker).
 
 1. **Choose the layout configuration** for C = 640 (fp16): how many threads share a row
    (``group``) and how many threads a block has (``threads``). Give
@@ -32,7 +32,11 @@
    range (a 16-bit sum overflows), rows whose mean square is below eps, and rows with x + r = 0
    (both need eps); a failure names the kinds of row that went wrong.
 
-Solutions: ``solutions/config.py`` and ``solutions/residual.py`` in this lesson's folder.
+3. **The statistics pass, chunked** (05b): ``check_rms_stats(factory)``.
+4. **The output pass in bf16, from a saved Rstd** (05b): ``check_apply_rstd(factory)``.
+
+Solutions: ``solutions/config.py``, ``solutions/residual.py``, ``solutions/rms_stats.py`` and
+``solutions/apply_rstd.py`` in this lesson's folder.
 """
 import re
 
