@@ -124,7 +124,9 @@ def fake_suite(tmp_path, monkeypatch):
 
 
 def _fake_times(monkeypatch, times):
-    """``times``: {callable: microseconds or None (the two methods disagreed)}."""
+    """``times``: {callable: microseconds or None (the two methods disagreed)}; the issue time
+    (no synchronisation) is half of it."""
+    monkeypatch.setattr(host_cost, "issue_us", lambda fn, **kw: times[fn] / 2)
     def measure_or_note(fn, *, regime="kernel", tolerance=timing.DEFAULT_TOLERANCE):
         assert regime == "call", "host cost is timed back to back, host time counted"
         us = times[fn]
@@ -147,6 +149,7 @@ def test_a_record_holds_the_op_the_bare_call_and_the_difference(fake_suite, monk
     assert rec["reference"]["value"] == pytest.approx(10.0) and rec["ratio_to_reference"] == pytest.approx(1.2)
     h = rec["host_cost"]
     assert h["excess_us"] == pytest.approx(2.0) and h["excess_met"] and h["met"]
+    assert h["op_issue_us"] == pytest.approx(6.0) and h["issue_excess_us"] == pytest.approx(1.0)
     assert rec["correctness"]["ok"] and rec["correctness"]["bare_call"]["ok"]
     _fake_times(monkeypatch, {op: 14.5, bare: 10.0})
     assert not _measure({}, op=op, bare=bare)["host_cost"]["met"]
@@ -211,6 +214,7 @@ def test_host_suite_runs_and_checks_on_the_gpu(suite):
         assert rec["correctness"]["ok"] and rec["correctness"]["bare_call"]["ok"], rec["correctness"]
         h = rec["host_cost"]
         assert h["bare_us"] > 0 and h["op_us"] == pytest.approx(rec["value"])
+        assert h["op_issue_us"] > 0 and h["bare_issue_us"] > 0
         assert rec["timing"]["regime"] == "call"
         assert results.current_fingerprint(rec) == rec["fingerprint"]
 
@@ -242,6 +246,11 @@ def on_cpu(monkeypatch):
         called.append(fn)
         return _timing(10.0 + len(called)), None
     monkeypatch.setattr(timing, "measure_or_note", measure_or_note)
+
+    def issue_us(fn, **kw):
+        fn()
+        return 5.0
+    monkeypatch.setattr(host_cost, "issue_us", issue_us)
     return called
 
 
