@@ -153,6 +153,13 @@ def test_a_record_holds_the_op_the_bare_call_and_the_difference(fake_suite, monk
     assert rec["correctness"]["ok"] and rec["correctness"]["bare_call"]["ok"]
     _fake_times(monkeypatch, {op: 14.5, bare: 10.0})
     assert not _measure({}, op=op, bare=bare)["host_cost"]["met"]
+    _fake_times(monkeypatch, {op: 12.0, bare: 10.0})
+    wrong = _Cmp()
+    wrong.ok = False
+    rec = host_cost.measure_record(suite="host_demo", kernel="op", config={}, shape={"M": 1}, dtype="float16",
+                                   label="demo", op_check=wrong, bare_check=_Cmp(), call="op(x)",
+                                   bare_name="kernel(x)", notes={}, op=op, bare=bare)
+    assert rec["host_cost"]["excess_met"] and not rec["host_cost"]["met"], "a wrong answer meets no goal"
 
 
 def test_the_drop_in_is_judged_against_eager_torch_in_its_own_form(fake_suite, monkeypatch):
