@@ -169,6 +169,13 @@ def run_and_compare(res: ExerciseResult, kernel, inputs, reference, *, tolerance
     out = inputs[-1] if out is None else out
     cmp = checks.compare(out, reference, tolerance=tolerance)
     res.ran_on = where
+    if not cmp.ok:
+        found = _emulator_diagnosis(kernel, inputs, emulated=not m.can_run)
+        if found:
+            # A GPU's registers hold leftovers, not NaN: the numbers alone would point at the wrong
+            # mistake. The emulator names the buffer read before it was set (or the race) instead.
+            res.failed(f"wrong values, ran in {where}: {cmp}")
+            return res.failed(f"the emulator, run on the same inputs, found the cause: {found}")
     if cmp.unwritten:
         res.failed(f"{cmp.unwritten} of {out.numel()} outputs were never written (still NaN), ran in {where}")
         if hint_unwritten:
@@ -189,6 +196,30 @@ def run_and_compare(res: ExerciseResult, kernel, inputs, reference, *, tolerance
     res.numerics_checked = True
     res.passed(f"matches {what} on fresh random inputs, ran in {where}: {cmp}")
     return res
+
+
+def _emulator_diagnosis(kernel, inputs, *, emulated: bool) -> str | None:
+    """A buffer read before it was set, or a race, in the run that just gave wrong values: the
+    emulator's findings of that run (emulated mode), or of a run on CPU copies of the inputs (GPU
+    mode). None when it finds nothing, or cannot run the kernel."""
+    from . import emulate
+
+    if emulated:
+        findings = emulate.last_findings()
+    else:
+        import torch
+
+        cpu = [t.detach().cpu().clone() if isinstance(t, torch.Tensor) else t for t in inputs]
+        try:
+            with quiet_tilelang():
+                findings = emulate.check(kernel, *cpu)
+        except Exception:          # refused construct, out of bounds, ...: no diagnosis to add
+            return None
+    for kind, what in (("uninit", "a buffer read before it was set"), ("race", "a race")):
+        first = next((f for f in findings if f.kind == kind), None)
+        if first is not None:
+            return f"{what} -- {first.message}"
+    return None
 
 
 def param_specs(prim_func):

@@ -264,7 +264,7 @@ class Checker:
             ix = rest[0]
             elem = [int(np.broadcast_to(np.asarray(i), bad.shape)[pos]) if np.ndim(i) else int(i) for i in ix]
         else:
-            from .runtime import _slices_to_index_arrays
+            from .dtypes import slices_to_index_arrays as _slices_to_index_arrays
             sl, post = rest
             raw = _slices_to_index_arrays(sl)
             full = np.broadcast_shapes(*[np.shape(i) for i in raw])
@@ -566,12 +566,12 @@ def check_registers(func, name: str, registers) -> None:
 
 def check_limits(func, name: str, arch: str | None) -> None:
     """Raise LimitExceeded (one line) when a kernel of ``func`` cannot launch on ``arch``."""
+    from .. import archs   # the table alone: importing the runtime here would make a cycle
     try:
-        from tilelang_tutorial import runtime as R
-        arch = arch or R.current_arch()
-        info = R.ARCHS.get(arch)
-    except Exception:  # noqa: BLE001 (no runtime: check threads only)
-        info = None
+        arch = arch or archs.current_arch()
+    except Exception:  # noqa: BLE001 (the runtime cannot decide: check threads only)
+        arch = None
+    info = archs.ARCHS.get(arch) if arch else None
     for k, (threads, total, bufs) in enumerate(shared_bytes(func)):
         nk = f" (T.Kernel #{k + 1})" if k else ""
         if threads is not None:

@@ -192,3 +192,19 @@ def tensor_to_numpy(t) -> np.ndarray:
     if name in ("float8_e4m3fn", "float8_e5m2"):
         return t.view(torch.uint8).numpy().view(_NP[name])
     return t.numpy()
+
+
+def slices_to_index_arrays(sl):
+    """Index arrays (open mesh over the sliced dims, in buffer order) for out-of-range slices."""
+    k = sum(isinstance(s, slice) for s in sl)
+    out, j = [], 0
+    for s in sl:
+        if isinstance(s, slice):
+            shape = [1] * k
+            rng = np.arange(s.start, s.stop, s.step or 1, dtype=np.int64)
+            shape[j] = rng.size
+            out.append(rng.reshape(shape))
+            j += 1
+        else:
+            out.append(np.asarray(s, dtype=np.int64))
+    return out

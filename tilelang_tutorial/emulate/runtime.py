@@ -20,6 +20,7 @@ import numpy as np
 from . import dtypes as D
 from .errors import EmulationError, OutOfBounds, UnsupportedConstruct
 from .checks import poison_onchip
+from .dtypes import slices_to_index_arrays as _slices_to_index_arrays
 from .scheduler import MBarrier, MmaWait, NamedBarrier, ParityWait, SyncWait
 
 
@@ -475,22 +476,6 @@ def _slices_in_bounds(sl, shape) -> bool:
         elif not 0 <= s < n:
             return False
     return True
-
-
-def _slices_to_index_arrays(sl):
-    """Index arrays (open mesh over the sliced dims, in buffer order) for out-of-range slices."""
-    k = sum(isinstance(s, slice) for s in sl)
-    out, j = [], 0
-    for s in sl:
-        if isinstance(s, slice):
-            shape = [1] * k
-            rng = np.arange(s.start, s.stop, s.step or 1, dtype=np.int64)
-            shape[j] = rng.size
-            out.append(rng.reshape(shape))
-            j += 1
-        else:
-            out.append(np.asarray(s, dtype=np.int64))
-    return out
 
 
 def sl(start, n, step=1):

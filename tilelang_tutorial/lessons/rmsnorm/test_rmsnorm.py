@@ -447,15 +447,16 @@ def test_validation_is_cached_by_shape_dtype_device_and_contiguity_and_never_let
     checks and costs less than they do."""
     import time
 
-    x = torch.randn(128, 128).to(torch.float16)
-    gamma = torch.ones(128, dtype=torch.float16)
+    device = runtime.mode().device     # the op wants CUDA tensors on a GPU, CPU ones in the emulator
+    x = torch.randn(128, 128).to(torch.float16).to(device)
+    gamma = torch.ones(128, dtype=torch.float16, device=device)
     out = torch.empty_like(x)
     assert rs.validate_rmsnorm_silu_inputs(x, gamma, out) == 128
     bad = {
         "must be contiguous": (x.t(), gamma, out),                                   # same shape, transposed
         "out must be contiguous": (x, gamma, torch.empty_like(x).t()),
         "in-place is not supported": (x, gamma, x),                                 # same key as the valid call
-        "gamma must be contiguous": (x, torch.ones(256, dtype=torch.float16)[::2], out),
+        "gamma must be contiguous": (x, torch.ones(256, dtype=torch.float16, device=device)[::2], out),
         "gamma must have the dtype of x": (x, gamma.to(torch.bfloat16), out),
         "must be on a": (x.to("meta"), gamma.to("meta"), None),
     }
@@ -474,7 +475,6 @@ def test_validation_is_cached_by_shape_dtype_device_and_contiguity_and_never_let
             best = min(best, (time.perf_counter() - start) / calls * 1e6)
         return best
 
-    device = runtime.mode().device
     full = per_call_us(lambda: rs._validate_fully(x, gamma, out, "rmsnorm_silu", device))
     cached = per_call_us(lambda: rs.validate_rmsnorm_silu_inputs(x, gamma, out))
     assert cached < 0.8 * full, f"a cached validation costs {cached:.2f} us, the full checks {full:.2f} us"
