@@ -237,6 +237,8 @@ def on_cpu(monkeypatch):
 
     from tilelang_tutorial import checks, runtime
 
+    # the ops check their tensors against the mode's device: make a GPU machine take CPU tensors too
+    runtime.force_emulation(True)
     random_tensor, poisoned = checks.random_tensor, checks.poisoned
     monkeypatch.setattr(checks, "random_tensor", lambda shape, dtype, device, **kw: random_tensor(shape, dtype, "cpu", **kw))
     monkeypatch.setattr(checks, "poisoned", lambda shape, dtype, device: poisoned(shape, dtype, "cpu"))
@@ -258,7 +260,8 @@ def on_cpu(monkeypatch):
         fn()
         return 5.0
     monkeypatch.setattr(host_cost, "issue_us", issue_us)
-    return called
+    yield called
+    runtime.force_emulation(None)
 
 
 def _check_run(run, n_points, calls_per_point, called):
