@@ -44,7 +44,7 @@ def notebook_facts(path) -> dict:
         "uses_inspector": any("inspect_kernel(" in _source(cells[i]) or "KernelInspector(" in _source(cells[i])
                               for i in code),
         # each call shows one inspector (the widget, or its static fallback, never both)
-        "inspector_calls": sum(len(re.findall(r"^\S.*\binspect_kernel\(", _source(cells[i]), re.M)) for i in code),
+        "inspector_calls": sum(len(re.findall(r"^(?:\S.*)?\binspect_kernel\(", _source(cells[i]), re.M)) for i in code),
         "uses_picker": any("layout_picker(" in _source(cells[i]) for i in code),
     }
 
