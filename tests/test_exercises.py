@@ -41,8 +41,16 @@ def test_unsolved_starter_fails_fast_without_compiling(name, monkeypatch):
 
 @pytest.mark.parametrize("name", list(WRONG))
 def test_checker_rejects_a_plausible_wrong_answer(name):
+    import warnings
+
+    from tilelang_tutorial import emulate
+
     ex, wrong = WRONG[name]
-    res = ex.check(wrong.answer, verbose=False)
+    with warnings.catch_warnings():
+        # a wrong answer may read a buffer before it is set or race: the emulator's one-line warning
+        # is the expected finding here (the checker's message, asserted below, carries it)
+        warnings.simplefilter("ignore", emulate.EmulatorWarning)
+        res = ex.check(wrong.answer, verbose=False)
     assert not res.ok, f"{name} was accepted:\n{res}"
     assert wrong.says in str(res), f"{name}: the message should mention {wrong.says!r}:\n{res}"
 
