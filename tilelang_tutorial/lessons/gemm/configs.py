@@ -1,4 +1,4 @@
-"""Configurations of the GEMM + ReLU kernel: the knobs, the blog post's choice (the "seed") and the
+"""Configurations of the GEMM + ReLU kernel: the knobs, the starting choice (the "seed") and the
 tuned one.
 
 Kept apart from ``kernel.py``: recorded GPU results are tied to the hash of
@@ -60,9 +60,9 @@ class GemmConfig:
         return replace(self, **changes)
 
 
-#: The blog post's configuration, which the tutorial calls the seed: 128x128x64 tiles, 3 stages,
-#: 128 threads (one consumer warpgroup on Hopper), the post's panel-4 column swizzle spelt the
-#: 0.1.15 way ("column"; the post's "col" raises).
+#: The starting configuration, which the tutorial calls the seed: 128x128x64 tiles, 3 stages,
+#: 128 threads (one consumer warpgroup on Hopper), a panel-4 column swizzle spelt the
+#: 0.1.15 way ("column"; the older spelling "col" raises).
 SEED_CONFIG = GemmConfig(block_M=128, block_N=128, block_K=64, num_stages=3, threads=128,
                          policy="Square", swizzle_panel=4, swizzle_order="column")
 

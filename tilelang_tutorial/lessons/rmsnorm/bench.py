@@ -421,7 +421,7 @@ def _naive_records(ceiling):
 
 
 def _two_pass_records(ceiling, kernels):
-    """The blog post's TWO-PASS design (:mod:`.two_pass`: C in block_C chunks staged in shared
+    """The TWO-PASS design (:mod:`.two_pass`: C in block_C chunks staged in shared
     memory, X read twice) against the one-pass kernel (rows kept in registers, X read once), fp16,
     M = 2^20, same inputs, both as raw kernel launches. ``value``: the two-pass kernel's effective
     bandwidth, counting X once (the op's useful traffic, as for every record); ``reference``: the

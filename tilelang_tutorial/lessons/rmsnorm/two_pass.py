@@ -1,6 +1,6 @@
-"""The two-pass, shared-memory RMSNorm + SiLU (the design the blog post describes), for comparison.
+"""The two-pass, shared-memory RMSNorm + SiLU (a design production kernels use), for comparison.
 
-The blog post this tutorial follows describes its production kernel as *two passes* over the
+A common production design makes *two passes* over the
 channels, in ``BLOCK_C``-wide chunks staged in shared memory:
 
 1. loop over C in chunks of ``block_C``: copy the chunk of ``block_m`` rows global -> shared,
@@ -24,7 +24,7 @@ import tilelang.language as T
 
 from .kernel import LOG2_E, SUPPORTED_DTYPES, check_channel_width
 
-#: Chunk widths the blog post's design uses, largest first.
+#: Chunk widths of the two-pass design, largest first.
 BLOCK_C_CHOICES = (128, 64, 32)
 
 
