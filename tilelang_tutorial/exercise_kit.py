@@ -138,6 +138,35 @@ def kernel_source(kernel) -> str:
         return ""
 
 
+def run_kernel(res: ExerciseResult, kernel, *inputs, label: str = "") -> bool:
+    """Run ``kernel(*inputs)`` where this machine can (GPU, else the emulator). False, with the
+    reason on ``res``, when it did not run: a construct the emulator refuses is *not checked*
+    (never a pass), an emulator stop or any other error a failure (the reader's kernel never
+    crashes the notebook). ``label`` prefixes the message (which case of several)."""
+    from . import emulate, runtime
+
+    where = "the GPU" if runtime.mode().can_run else "the emulator (CPU)"
+    prefix = f"{label}: " if label else ""
+    try:
+        with quiet_tilelang():
+            runtime.run(kernel, *inputs)
+        if runtime.mode().can_run:
+            import torch
+
+            torch.cuda.synchronize()
+    except emulate.UnsupportedConstruct as exc:
+        res.skipped(f"{prefix}NOT CHECKED: the emulator cannot run this kernel ({exc}); correctness needs a GPU here")
+        return False
+    except emulate.EmulationError as exc:
+        res.failed(f"{prefix}running it in the emulator stopped: {exc}")
+        return False
+    except Exception as exc:  # the reader's kernel: report, never crash the notebook
+        res.failed(f"{prefix}running it on {where} failed: {type(exc).__name__}: {_first_line(exc)}")
+        return False
+    res.ran_on = where
+    return True
+
+
 def run_and_compare(res: ExerciseResult, kernel, inputs, reference, *, tolerance: float, what: str,
                     out=None, hint_unwritten: str = "", hint_wrong: str = "", extra_check=None) -> ExerciseResult:
     """Run ``kernel(*inputs)`` where this machine can (GPU, else the emulator), then compare the
@@ -150,22 +179,8 @@ def run_and_compare(res: ExerciseResult, kernel, inputs, reference, *, tolerance
 
     m = runtime.mode()
     where = "the GPU" if m.can_run else "the emulator (CPU)"
-    try:
-        with quiet_tilelang():
-            runtime.run(kernel, *inputs)
-        if m.can_run:
-            import torch
-
-            torch.cuda.synchronize()
-    except Exception as exc:
-        from . import emulate
-
-        if isinstance(exc, emulate.UnsupportedConstruct):
-            res.skipped(f"NOT CHECKED: the emulator cannot run this kernel ({exc}); correctness needs a GPU here")
-            return res
-        if isinstance(exc, emulate.EmulationError):
-            return res.failed(f"running it in the emulator stopped: {exc}")
-        return res.failed(f"running it on {where} failed: {type(exc).__name__}: {_first_line(exc)}")
+    if not run_kernel(res, kernel, *inputs):
+        return res
     out = inputs[-1] if out is None else out
     cmp = checks.compare(out, reference, tolerance=tolerance)
     res.ran_on = where

@@ -53,7 +53,7 @@ import math
 import re
 
 from ... import checks, runtime
-from ...exercise_kit import ExerciseResult, _first_line, call_factory, compile_or_fail, kernel_source, param_specs, \
+from ...exercise_kit import ExerciseResult, _first_line, call_factory, compile_or_fail, kernel_source, param_specs, run_kernel, \
     quiet_tilelang
 
 #: Small ragged problem: not a multiple of any tile, so the edge handling is exercised too.
@@ -116,31 +116,6 @@ def _compile(res, program, arch):
     if kernel is not None and res.lines[-1].startswith("✔"):
         res.ran.append(f"compiles for {arch}")
     return kernel
-
-
-def _run(res, kernel, inputs) -> bool:
-    """Run ``kernel(*inputs)`` where this machine can (GPU, else the emulator); report a failure."""
-    from ... import emulate
-
-    where = "the GPU" if runtime.mode().can_run else "the emulator (CPU)"
-    try:
-        with quiet_tilelang():
-            runtime.run(kernel, *inputs)
-        if runtime.mode().can_run:
-            import torch
-
-            torch.cuda.synchronize()
-    except emulate.UnsupportedConstruct as exc:
-        res.skipped(f"NOT CHECKED: the emulator cannot run this kernel ({exc}); correctness needs a GPU here")
-        return False
-    except emulate.EmulationError as exc:
-        res.failed(f"running it in the emulator stopped: {exc}")
-        return False
-    except Exception as exc:  # the reader's kernel: report, never crash the notebook
-        res.failed(f"running it on {where} failed: {type(exc).__name__}: {_first_line(exc)}")
-        return False
-    res.ran_on = where
-    return True
 
 
 def _inputs(shapes, dtype, scales=None):
@@ -256,7 +231,7 @@ def _check_transposed_b(factory, shape, dtype, arch) -> ExerciseResult:
             if arch == "sm_90a" else f" (cp_async_wait {f['cp_async_waits']})"))
     a, b = _inputs([(M, K), (N, K)], dtype)
     out = checks.poisoned((M, N), a.dtype, a.device)
-    if not _run(res, kernel, (a, b, out)):
+    if not run_kernel(res, kernel, a, b, out):
         return res
     tolerance = checks.TOLERANCE[dtype]
     cmp = checks.compare(out, gemm_transposed_b_reference(a, b), tolerance=tolerance)
@@ -362,7 +337,7 @@ def _check_epilogue(factory, shape, dtype, arch) -> ExerciseResult:
     # B ~ N(0, 1/K) so that A @ B ~ N(0, 1), bias ~ N(0, 0.25).
     a, b, bias = _inputs([(M, K), (K, N), (N,)], dtype, scales=[1.0, 1.0 / math.sqrt(K), 0.5])
     out = checks.poisoned((M, N), a.dtype, a.device)
-    if not _run(res, kernel, (a, b, bias, out)):
+    if not run_kernel(res, kernel, a, b, bias, out):
         return res
     reference = gemm_bias_gelu_reference(a, b, bias)
     cmp = checks.compare(out, reference, tolerance=checks.TOLERANCE[dtype])
@@ -492,7 +467,7 @@ def _check_split_k_atomic(factory, shape, dtype, arch) -> ExerciseResult:
         return res
     a, b = _inputs([(M, K), (K, N)], dtype)
     out = torch.zeros((M, N), dtype=torch.float32, device=a.device)     # the spec: C arrives zeroed
-    if not _run(res, kernel, (a, b, out)):
+    if not run_kernel(res, kernel, a, b, out):
         return res
     nan = int(torch.isnan(out).sum())
     if nan:

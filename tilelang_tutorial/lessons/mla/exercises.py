@@ -92,7 +92,7 @@ def check_combine_kernel(factory, *, arch: str | None = None, verbose: bool = Tr
     import torch
 
     from ... import checks, runtime
-    from ...exercise_kit import call_factory, compile_or_fail, quiet_tilelang
+    from ...exercise_kit import call_factory, compile_or_fail, run_kernel
 
     res = ExerciseResult()
     what = "write combine_program(num_split, dim=512) returning the combine's T.prim_func"
@@ -109,17 +109,7 @@ def check_combine_kernel(factory, *, arch: str | None = None, verbose: bool = Tr
             if kernels[num_split] is None:
                 break
         out = checks.poisoned(tuple(o.shape[:-2]) + (o.shape[-1],), torch.float32, device)
-        try:
-            with quiet_tilelang():
-                runtime.run(kernels[num_split], lse.to(device), o.to(device), out)
-        except Exception as exc:
-            from ... import emulate
-
-            if isinstance(exc, emulate.UnsupportedConstruct):
-                res.skipped(f"NOT CHECKED: the emulator cannot run this kernel ({exc}); correctness needs a GPU here")
-                break
-            lines = str(exc).strip().splitlines() or [type(exc).__name__]
-            res.failed(f"{name}: running it failed: {type(exc).__name__}: {lines[-1][:300]}")
+        if not run_kernel(res, kernels[num_split], lse.to(device), o.to(device), out, label=name):
             break
         out = out.cpu()
         cmp = checks.compare(out, _reference_combine(o, lse), tolerance=1e-5)

@@ -42,7 +42,7 @@ import re
 
 from ... import checks, runtime
 from ...exercise_kit import (ExerciseResult, call_factory, compile_or_fail, kernel_source, not_attempted, param_specs,
-                             quiet_tilelang, run_and_compare)
+                             quiet_tilelang, run_and_compare, run_kernel)
 
 CPU_WIDTH = 96
 RUN_WIDTHS = (96, 640)
@@ -196,24 +196,12 @@ def _run_residual(res: ExerciseResult, kernel, C: int, dtype: str) -> bool:
     reference and name the mistake the failing kinds point to. True when everything matched."""
     import torch
 
-    from ... import emulate
-
     m = runtime.mode()
     where = "the GPU" if m.can_run else "the emulator (CPU)"
     x, r, gamma = residual_inputs(C, dtype, m.device)
     y = checks.poisoned(x.shape, getattr(torch, dtype), m.device)
-    try:
-        with quiet_tilelang():
-            runtime.run(kernel, x, r, gamma, y, EPS)
-        if m.can_run:
-            torch.cuda.synchronize()
-    except emulate.UnsupportedConstruct as exc:
-        res.skipped(f"NOT CHECKED: the emulator cannot run this kernel ({exc}); correctness needs a GPU here")
+    if not run_kernel(res, kernel, x, r, gamma, y, EPS):
         return False
-    except Exception as exc:
-        res.failed(f"running it on {where} failed: {type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300]}")
-        return False
-    res.ran_on = where
     tolerance = checks.TOLERANCE[dtype]
     reference = residual_rmsnorm_silu_reference(x, r, gamma)
     whole = checks.compare(y, reference, tolerance=tolerance)
@@ -635,20 +623,8 @@ def _check_stats(factory, dtype, arch) -> ExerciseResult:
     for C, (program, kernel) in kernels.items():
         x = rms_stats_inputs(C, dtype, m.device)
         out = checks.poisoned((x.shape[0],), torch.float32, m.device)
-        try:
-            with quiet_tilelang():
-                runtime.run(kernel, x, out, EPS)
-            if m.can_run:
-                torch.cuda.synchronize()
-        except Exception as exc:
-            from ... import emulate
-
-            if isinstance(exc, emulate.UnsupportedConstruct):
-                res.skipped(f"NOT CHECKED: the emulator cannot run this kernel ({exc}); correctness needs a GPU")
-                return res
-            return res.failed(f"C = {C}: running it on {where} failed: {type(exc).__name__}: "
-                              f"{str(exc).strip().splitlines()[-1][:300]}")
-        res.ran_on = where
+        if not run_kernel(res, kernel, x, out, EPS, label=f"C = {C}"):
+            return res
         if not _stats_compare(res, x, out, C, where):
             return res
     res.numerics_checked = True
