@@ -141,49 +141,63 @@ def decode_prim_func(attention, *, h_q: int, dtype: str, split: bool, dims):
     return mla_decode_kernel
 
 
-def combine_macro(h_q: int, batch, num_split):
-    """The split-KV combine kernel as a ``T.macro`` (shared by both schedules):
-    ``out = sum_s 2^(lse_s - lse_total) * o_s`` for every (head, sequence).
+#: splits whose partial outputs one combine thread loads at once (the loads of a chunk are all
+#: in flight together; a batch of 8 with 8 splits is one chunk)
+COMBINE_CHUNK = 16
 
-    One CTA per (head, sequence), 128 threads, 4 output columns each. The weights are computed
-    once in shared memory by one thread per split, so the loop over splits only loads the
-    partial outputs; it is unrolled 16 ways, so 16 independent loads are in flight per thread
-    instead of one load's full latency per split. (Alternatives measured on the H200 and not
-    kept are in ``docs/mla-engineering-log.md``.)
+
+def combine_macro(h_q: int, batch, num_split):
+    """The split-KV combine kernel as a ``T.macro`` (shared by all schedules):
+    ``out = sum_s 2^(lse_s - lse_max) * o_s / sum_s 2^(lse_s - lse_max)`` for every (head, sequence).
+
+    One CTA per (head, sequence), 128 threads, 4 output columns each. Each thread works through
+    the splits in chunks of :data:`COMBINE_CHUNK`: it first loads the chunk's log-sum-exps and
+    partial outputs (16 independent loads in flight; a split past ``num_split`` re-reads the
+    last one and gets weight 0), then folds them in with a running maximum, so there is no
+    shared memory, no barrier and no pass over the splits before the loads start. (Alternatives
+    measured on the H200 and not kept are in ``docs/mla-engineering-log.md``.)
     """
     import tilelang.language as T
 
     accum = "float32"
-    dv = DIM_NOPE
+    chunk = COMBINE_CHUNK
 
     @T.macro
     def combine(lse, o_partial, Output):
         with T.Kernel(h_q, batch, threads=128) as (hx, bx):
-            lse_s = T.alloc_shared([MAX_SPLIT], accum)
-            w_s = T.alloc_shared([MAX_SPLIT], accum)
-            o = T.alloc_fragment([dv], accum)
+            part = T.alloc_local([chunk * 4], accum)     # the chunk's partial outputs, 4 columns each
+            lse_c = T.alloc_local([chunk], accum)
+            o = T.alloc_local([4], accum)
             lse_max = T.alloc_var(accum)
+            new_max = T.alloc_var(accum)
             total = T.alloc_var(accum)
+            weight = T.alloc_var(accum)
             tx = T.get_thread_binding()
-            if tx < MAX_SPLIT:
-                lse_s[tx] = T.if_then_else(tx < num_split, lse[bx, hx, T.min(tx, num_split - 1)],
-                                           -T.infinity(accum))
-            T.sync_threads()
             lse_max = -T.infinity(accum)
-            for s in T.serial(MAX_SPLIT):
-                lse_max = T.max(lse_max, lse_s[s])
             total = 0
-            for s in T.serial(MAX_SPLIT):
-                total += T.exp2(lse_s[s] - lse_max)       # empty or absent split: 2^-inf = 0
-            if tx < MAX_SPLIT:
-                w_s[tx] = T.exp2(lse_s[tx] - lse_max) / total
-            T.sync_threads()
-            T.clear(o)
-            for s in T.unroll(num_split, unroll_factor=16):
-                for j in T.Parallel(dv):
-                    o[j] += w_s[s] * o_partial[bx, hx, s, j]
-            for j in T.Parallel(dv):
-                Output[bx, hx, j] = o[j]
+            for c in T.unroll(4):
+                o[c] = 0
+            for k in T.serial(T.ceildiv(num_split, chunk)):
+                for u in T.unroll(chunk):
+                    s = T.min(k * chunk + u, num_split - 1)
+                    lse_c[u] = T.if_then_else(k * chunk + u < num_split, lse[bx, hx, s], -T.infinity(accum))
+                    for c in T.vectorized(4):
+                        part[u * 4 + c] = o_partial[bx, hx, s, tx * 4 + c]
+                new_max = lse_max
+                for u in T.unroll(chunk):
+                    new_max = T.max(new_max, lse_c[u])
+                weight = T.exp2(lse_max - new_max)       # 0 on the first chunk (2^-inf)
+                total *= weight
+                for c in T.unroll(4):
+                    o[c] *= weight
+                lse_max = new_max
+                for u in T.unroll(chunk):
+                    weight = T.exp2(lse_c[u] - lse_max)  # an empty or absent split: 2^-inf = 0
+                    total += weight
+                    for c in T.unroll(4):
+                        o[c] += weight * part[u * 4 + c]
+            total = 1 / total
+            for c in T.vectorized(4):
+                Output[bx, hx, tx * 4 + c] = o[c] * total
 
     return combine
-

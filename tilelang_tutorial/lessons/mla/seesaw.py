@@ -10,7 +10,8 @@ ones. For a pair of blocks (k0 = 2j, k1 = 2j + 1) held in the two stages of the 
 * warpgroup 1: ``S1 = Q K(k1)^T``, and once warpgroup 0 has published, ``O_r += P0 V(k0)_r``
   (issued asynchronously, so it runs on the tensor cores while warpgroup 1 does its own softmax),
   softmax, publishes ``P1``, ``O_r += P1 V(k1)_r``;
-* a producer warpgroup issues each block's TMA loads.
+* a producer warpgroup issues each block's TMA loads, with the block's page id read one block
+  ahead (its global load is in flight while the producer waits for a free stage).
 
 So the softmax of one warpgroup runs while the other one's matmuls keep the tensor cores busy,
 and both warpgroups issue the same amount of tensor work (one ``Q K^T`` and two half ``P V`` per
@@ -178,6 +179,8 @@ def mla_decode_seesaw_program(h_q: int, dtype: str = "float16", *, split: bool =
             lse_r1 = T.alloc_fragment([BLOCK_H], accum)
             flag0 = T.alloc_local([1], "int32")
             flag1 = T.alloc_local([1], "int32")
+            page = T.alloc_var("int32")             # producer: the next block's page id
+            row0 = T.alloc_var("int32")             # producer: this block's first cache row
 
             q_full = T.alloc_barrier(128)
             full_l = T.alloc_barrier([128] * 2)     # producer: KV_l of stage t landed
@@ -206,11 +209,15 @@ def mla_decode_seesaw_program(h_q: int, dtype: str = "float16", *, split: bool =
                          n_steps, blk_begin, seqlen, is_empty, bx, h0, sp, lse, o_partial, Output)
             else:
                 T.set_max_nreg(REGS_SEESAW_PRODUCER, 0)
+                # page ids are read one block ahead: each global load is in flight while the
+                # producer waits for a free stage, so no TMA address waits on global memory
+                page = block_table[bx, blk_begin]
                 load_q(Q, Q_pe, Q_l, Q_r, Q_pe_s, q_full, bx, h0)
                 for jp in T.serial(T.ceildiv(n_steps, 2)):
                     for t in T.unroll(2):
                         if 2 * jp + t < n_steps:
-                            row0 = block_table[bx, blk_begin + 2 * jp + t] * PAGE_SIZE
+                            row0 = page * PAGE_SIZE
+                            page = block_table[bx, blk_begin + T.min(2 * jp + t + 1, n_steps - 1)]
                             T.barrier_wait(empty_l[t], 1 - jp % 2)     # first pass: no wait
                             T.tma_copy(KV[row0:row0 + BLOCK_N, 0:half], KV_l[t, :, :], barrier=full_l[t])
                             T.barrier_arrive(full_l[t])

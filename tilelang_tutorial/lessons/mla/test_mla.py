@@ -275,6 +275,22 @@ def test_seesaw_structure(seesaw_source):
     assert "wait_wgmma<1>" in src
     assert "__any_sync" in src
     assert src.count("__global__ void __launch_bounds__") == 2     # attention + combine
+    # page ids are read one block ahead: no TMA address is a global load of block_table
+    tma = [line for line in src.splitlines() if "tma_load(KV_desc" in line or "tma_load(K_pe_desc" in line]
+    assert len(tma) == 3 and all(line.rstrip().endswith("row0);") for line in tma), tma
+    assert not any("block_table" in line for line in tma)
+    assert re.search(r"page = condval_\d+;\s*\n\s*empty_l\[t\]\.wait", src)    # loaded before the wait
+
+
+def test_combine_issues_its_loads_before_using_them(seesaw_source):
+    # the combine kernel: no shared memory and no barrier; per chunk of COMBINE_CHUNK splits every
+    # thread loads all partial outputs (float4) before the first is weighed
+    combine = seesaw_source[seesaw_source.index("__launch_bounds__(128, 1) mla_decode_kernel_kernel_1("):]
+    combine = combine[combine.index("{"):]
+    assert "__syncthreads" not in combine and "shmem" not in combine
+    loads = combine.index("*(float4*)(part + (u * 4)) = *(float4*)(o_partial")
+    assert f"for (int u = 0; u < {common.COMBINE_CHUNK}; ++u)" in combine[:loads]
+    assert loads < combine.index("exp2f((lse_c[")
 
 
 def test_hand_written_schedule_validation():
