@@ -241,32 +241,96 @@ class MLADecodePlan:
         self.o_partial = torch.empty(batch, h_q, ns, DIM_NOPE, dtype=torch.float32, device=self.device)
         self.out = torch.empty(batch, h_q, DIM_NOPE, dtype=dtype, device=self.device)
         self._launch = runtime.launcher(self.kernel)   # GPU launch, or the emulator: decided once
+        self.device = self.out.device                  # with its index ("cuda" alone has none)
+        # What run() compares in one step, in its arguments' order: every input's shape, dtype,
+        # device and contiguity as this plan needs them (_check says which one differs).
+        self._expected = (tuple(torch.Size(w) for w in self._shapes().values())
+                          + (dtype,) * 4 + (torch.int32,) * 2 + (self.device,) * 6 + (True,) * 6)
+        self._expected_out = (torch.Size(self._shapes()["q_nope"]), dtype, self.device, True)
+        # The 2-D views of the caches the kernel takes, kept for the cache tensors last run on:
+        # [(weak reference to the tensor, its data pointer, its view)] for kv_cache and pe_cache.
+        self._flat = [None, None]
 
-    def _check(self, q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, out):
+    def _shapes(self) -> dict:
         s = self.shape
-        want = {"q_nope": (s["batch"], s["h_q"], DIM_NOPE), "q_pe": (s["batch"], s["h_q"], DIM_PE),
+        return {"q_nope": (s["batch"], s["h_q"], DIM_NOPE), "q_pe": (s["batch"], s["h_q"], DIM_PE),
                 "kv_cache": (s["num_pages"], PAGE_SIZE, 1, DIM_NOPE), "pe_cache": (s["num_pages"], PAGE_SIZE, 1, DIM_PE),
                 "block_table": (s["batch"], s["max_pages"]), "cache_seqlens": (s["batch"],)}
+
+    def _check(self, q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, out):
+        """Every check of ``run``'s inputs against the plan, one by one: raises one line naming
+        the first problem (``run`` calls it only where its one-step comparison differs)."""
+        import torch
+
+        want = self._shapes()
         given = {"q_nope": q_nope, "q_pe": q_pe, "kv_cache": kv_cache, "pe_cache": pe_cache,
                  "block_table": block_table, "cache_seqlens": cache_seqlens}
         if out is not None:
             want["out"], given["out"] = want["q_nope"], out
         for name, t in given.items():
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
             if tuple(t.shape) != want[name]:
                 raise ValueError(f"this plan was made for {name} of shape {want[name]}, got {tuple(t.shape)}: "
                                  f"make a new plan for this batch")
             if t.device != self.device:
                 raise ValueError(f"this plan was made for tensors on {self.device}, got {name} on {t.device}")
-            if name in ("q_nope", "q_pe", "kv_cache", "pe_cache", "out") and t.dtype != self.dtype:
-                raise TypeError(f"this plan was made for {self.dtype}, got {name} in {t.dtype}")
+            dtype = torch.int32 if name in ("block_table", "cache_seqlens") else self.dtype
+            if t.dtype != dtype:
+                raise TypeError(f"this plan was made for {name} in {dtype}, got {t.dtype}")
+            if not t.is_contiguous():
+                raise ValueError(f"{name} must be contiguous (got strides {t.stride()}); call .contiguous() first")
+
+    def _flat_view(self, slot: int, cache, width: int):
+        """``cache.view(-1, width)``, remembered for this tensor (and forgotten when it is freed,
+        so the plan never keeps a cache's memory alive: the view is taken of a detached alias, as a
+        view of the tensor itself would keep the tensor alive through its ``_base``)."""
+        import weakref
+
+        view = cache.detach().view(-1, width)
+        plan_ref = weakref.ref(self)
+
+        def forget(ref):
+            the_plan = plan_ref()
+            if the_plan is not None and the_plan._flat[slot] is not None and the_plan._flat[slot][0] is ref:
+                the_plan._flat[slot] = None
+
+        self._flat[slot] = (weakref.ref(cache, forget), cache.data_ptr(), view)
+        return view
 
     def run(self, q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, *, out=None):
         """Decode attention for inputs of the planned shape; returns the output (the plan's own
-        buffer unless ``out`` is given, so a later run overwrites it)."""
-        self._check(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, out)
-        out = self.out if out is None else out
-        self._launch(q_nope, q_pe, kv_cache.view(-1, DIM_NOPE), pe_cache.view(-1, DIM_PE),
-                     block_table, cache_seqlens, self.lse, self.o_partial, out)
+        buffer unless ``out`` is given, so a later run overwrites it).
+
+        The inputs are checked in one comparison of their shapes, dtypes, devices and contiguity
+        against the plan's; where it differs, :meth:`_check` names the problem. The caches' 2-D
+        views are made once per cache tensor: reused only for the same tensor object at the same
+        data pointer, which with the shape, dtype, device and contiguity just checked is the same
+        view (an object whose storage was replaced gets a new one)."""
+        own = out is None
+        if own:
+            out = self.out
+        try:
+            ok = (q_nope.shape, q_pe.shape, kv_cache.shape, pe_cache.shape, block_table.shape, cache_seqlens.shape,
+                  q_nope.dtype, q_pe.dtype, kv_cache.dtype, pe_cache.dtype, block_table.dtype, cache_seqlens.dtype,
+                  q_nope.device, q_pe.device, kv_cache.device, pe_cache.device, block_table.device,
+                  cache_seqlens.device, q_nope.is_contiguous(), q_pe.is_contiguous(), kv_cache.is_contiguous(),
+                  pe_cache.is_contiguous(), block_table.is_contiguous(), cache_seqlens.is_contiguous()
+                  ) == self._expected
+            if ok and not own:
+                ok = (out.shape, out.dtype, out.device, out.is_contiguous()) == self._expected_out
+        except AttributeError:      # not a tensor: _check names it
+            ok = False
+        if not ok:
+            self._check(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, None if own else out)
+        flat = self._flat
+        kv = flat[0]
+        if kv is None or kv[0]() is not kv_cache or kv[1] != kv_cache.data_ptr():
+            kv = (None, None, self._flat_view(0, kv_cache, DIM_NOPE))
+        pe = flat[1]
+        if pe is None or pe[0]() is not pe_cache or pe[1] != pe_cache.data_ptr():
+            pe = (None, None, self._flat_view(1, pe_cache, DIM_PE))
+        self._launch(q_nope, q_pe, kv[2], pe[2], block_table, cache_seqlens, self.lse, self.o_partial, out)
         return out
 
 
