@@ -13,7 +13,10 @@ NOTEBOOK = "05_rmsnorm_silu.ipynb"
 #: timing methods, a reported speed-up reconciled, tools and backends
 EXTRA_NOTEBOOKS = ("05b_rmsnorm_in_depth.ipynb",)
 #: rmsnorm_widths first: it writes the width table that rmsnorm's op (and records) use
-SUITES = {"rmsnorm_widths": "bench:run_widths", "rmsnorm": "bench:run", "rmsnorm_host": "host_bench:run"}
+SUITES = {"rmsnorm_widths": "bench:run_widths", "rmsnorm_widths_bf16": "bench:run_widths_bf16", "rmsnorm": "bench:run",
+          "rmsnorm_host": "host_bench:run"}
+#: ``python -m tilelang_tutorial sweep NAME`` (prints, records nothing)
+SWEEPS = {"rmsnorm_candidates": "sweep:main"}
 
 
 def measured(record):
@@ -24,9 +27,9 @@ def measured(record):
     c, dtype = record["config"], record["dtype"]
     C = record["shape"]["C"]
     def config(d):
-        return kernel.RMSNormSiLUConfig(**{k: v for k, v in d.items() if k in ("group", "threads", "rows_per_thread")})
+        return kernel.RMSNormSiLUConfig(**{k: v for k, v in d.items() if k in kernel.CONFIG_FIELDS})
 
-    if record["suite"] == "rmsnorm_widths":
+    if record["suite"] in ("rmsnorm_widths", "rmsnorm_widths_bf16"):
         return [kernel.rmsnorm_silu_program(C, dtype, config(c))]
     reference = [kernel.rmsnorm_silu_program(C, dtype, config(c["reference_config"]))] if "reference_config" in c else []
     if record["kernel"] == "rmsnorm_silu_naive":
@@ -44,6 +47,7 @@ def measured(record):
 
 results.register_suite("rmsnorm", measured)
 results.register_suite("rmsnorm_widths", measured)
+results.register_suite("rmsnorm_widths_bf16", measured)
 
 
 def _host_measured(record):

@@ -71,12 +71,22 @@ def which_path(C: int) -> str:
     return resolve(C).name
 
 
+def _route(x) -> Callable:
+    """The function of the path x's width takes (one dict lookup for a registered or TileLang width)."""
+    try:
+        C = x.shape[-1]
+    except (AttributeError, IndexError, TypeError):
+        raise TypeError(f"fused_rmsnorm_silu: x must be a tensor with a channel dimension, got "
+                        f"{type(x).__name__}{' of shape ()' if hasattr(x, 'shape') else ''}") from None
+    path = FAST_PATHS.get(C)
+    if path is not None:
+        return path.fn
+    return resolve(C).fn
+
+
 def fused_rmsnorm_silu(x, gamma, eps: float = DEFAULT_EPS, out=None):
     """y = silu(rms_norm(x) * gamma) over the last dim, through the path registered for C."""
-    shape = getattr(x, "shape", None)
-    if shape is None or len(shape) == 0:
-        raise TypeError(f"fused_rmsnorm_silu: x must be a tensor with a channel dimension, got {type(x).__name__}")
-    return resolve(shape[-1]).fn(x, gamma, eps=eps, out=out)
+    return _route(x)(x, gamma, eps, out)
 
 
 def fused_rmsnorm_silu_from(program):
@@ -87,10 +97,7 @@ def fused_rmsnorm_silu_from(program):
     tilelang_op = _tilelang.rmsnorm_silu_from(program)
 
     def fused(x, gamma, eps: float = DEFAULT_EPS, out=None):
-        shape = getattr(x, "shape", None)
-        if shape is None or len(shape) == 0:
-            raise TypeError(f"fused_rmsnorm_silu: x must be a tensor with a channel dimension, got {type(x).__name__}")
-        path = resolve(shape[-1])
-        return (tilelang_op if path is TILELANG_PATH else path.fn)(x, gamma, eps=eps, out=out)
+        fn = _route(x)
+        return (tilelang_op if fn is TILELANG_PATH.fn else fn)(x, gamma, eps, out)
 
     return fused

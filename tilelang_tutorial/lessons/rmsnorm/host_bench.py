@@ -79,8 +79,7 @@ def bare_call(x, gamma, y):
     cfg = kernel.config_for(C, DTYPE)
     compiled = kernel.build_rmsnorm_silu(C, DTYPE, cfg)
     return (lambda: compiled(x2d, gamma, y2d, EPS)), "compiled TileLang kernel(x2d, gamma, y2d, eps)", {
-        "path": "tilelang", "kernel_config": {k: v for k, v in cfg.as_dict().items()
-                                              if k in ("group", "threads", "rows_per_thread")}}
+        "path": "tilelang", "kernel_config": {k: v for k, v in cfg.as_dict().items() if k in kernel.CONFIG_FIELDS}}
 
 
 def run(quick: bool = False) -> results.Run:

@@ -30,7 +30,8 @@ from pathlib import Path
 
 import tilelang.language as T
 from tilelang.layout import Fragment
-from torch import Tensor as _Tensor     # torch comes with TileLang; the input checks test for it
+import torch as _torch                  # torch comes with TileLang
+from torch import Tensor as _Tensor
 
 from ... import runtime
 from ...checks import check_tensor
@@ -51,11 +52,17 @@ class RMSNormSiLUConfig:
     group:            threads that share one row (a power of two)
     threads:          threads per block (multiple of ``group``)
     rows_per_thread:  rows each thread group handles (block rows = threads // group * this)
+    fast_sigmoid:     1 / (1 + e^-v) with one approximate reciprocal (rcp.approx) instead of an
+                      IEEE division (about ten instructions and a slow path per element)
+    min_blocks:       blocks each SM must hold at once (``__launch_bounds__``'s second number):
+                      caps the registers per thread; 0 leaves it to the compiler
     """
 
     group: int
     threads: int
     rows_per_thread: int = 1
+    fast_sigmoid: bool = False
+    min_blocks: int = 0
 
     def block_m(self) -> int:
         return self.threads // self.group * self.rows_per_thread
@@ -64,6 +71,10 @@ class RMSNormSiLUConfig:
         d = asdict(self)
         d["block_m"] = self.block_m()
         return d
+
+
+#: the fields of a configuration (what a record's config stores and its builder reads back)
+CONFIG_FIELDS = ("group", "threads", "rows_per_thread", "fast_sigmoid", "min_blocks")
 
 
 def valid_groups(C: int) -> list[int]:
@@ -146,6 +157,8 @@ def rmsnorm_silu_program(C: int, dtype: str = "float16", config: RMSNormSiLUConf
         eps: T.float32,
     ):
         with T.Kernel(T.ceildiv(m, block_m), threads=threads) as bx:
+            if cfg.min_blocks:
+                T.annotate_min_blocks_per_sm(cfg.min_blocks)
             x = T.alloc_fragment((block_m, width), dtype)       # the rows, kept in registers
             sq = T.alloc_fragment((block_m, width), accum)      # x^2 in fp32 (folded away by nvcc)
             rstd = T.alloc_fragment((block_m,), accum)          # one 1/rms per row
@@ -167,7 +180,10 @@ def rmsnorm_silu_program(C: int, dtype: str = "float16", config: RMSNormSiLUConf
             for i, j in T.Parallel(block_m, width):
                 v = T.Cast(accum, x[i, j]) * rstd[i] * T.Cast(accum, Gamma[j])
                 # silu(v) = v / (1 + e^-v), with e^-v = 2^(-v log2 e): exp2f is one ex2.approx.
-                y[i, j] = T.Cast(dtype, v / (1.0 + T.exp2(v * -LOG2_E)))
+                if cfg.fast_sigmoid:
+                    y[i, j] = T.Cast(dtype, v * T.fast_rcp(1.0 + T.exp2(v * -LOG2_E)))
+                else:
+                    y[i, j] = T.Cast(dtype, v / (1.0 + T.exp2(v * -LOG2_E)))
             T.copy(y, Y[bx * block_m, 0])
 
     return main
@@ -354,22 +370,65 @@ def _validate_fully(x, gamma, out, what: str, device: str) -> int:
     return C
 
 
-def rmsnorm_silu(x, gamma, eps: float = DEFAULT_EPS, out=None):
-    """y = silu(rms_norm(x) * gamma) over the last dim; returns ``out`` (allocated if None). Runs on
-    the GPU in GPU mode, in the tile emulator on CPU tensors otherwise."""
-    import torch
+#: The op's calls that passed every check, by what the checks and the kernel choice depend on
+#: (see :func:`_call`) -> ``(mode, kernel, C, how)``. Bounded like ``_VALIDATED``.
+_CALLS: dict = {}
 
-    C = validate_rmsnorm_silu_inputs(x, gamma, out)
-    y = torch.empty_like(x) if out is None else out
-    if x.numel() == 0:
-        return y
-    kernel = build_rmsnorm_silu(C, _dtype_name(x))
-    if x.device.type == "cuda" and x.device.index is not None and x.device.index != torch.cuda.current_device():
-        with torch.cuda.device(x.device):   # launch on x's GPU, not the current one
-            runtime.run(kernel, x.view(-1, C), gamma, y.view(-1, C), float(eps))
+
+def _call(calls: dict, kernel_for, x, gamma, eps, out):
+    """One call of the op: the checks and the kernel lookup done once per key, then only what
+    depends on this call's data (``out`` is not ``x``, the output buffer, the launch).
+
+    The key is what :func:`validate_rmsnorm_silu_inputs` keys on (shapes, dtypes, devices,
+    contiguity of the three tensors); the entry remembers the mode it was made under and is used
+    only while :func:`runtime.mode` is still that one. Anything but tensors misses the key and
+    gets the full checks, which name the problem.
+    """
+    m = runtime.mode()
+    try:
+        key = (x.shape, x.dtype, x.device, x.is_contiguous(), gamma.shape, gamma.dtype, gamma.device,
+               gamma.is_contiguous(), None if out is None else (out.shape, out.dtype, out.device, out.is_contiguous()))
+        hit = calls.get(key)
+    except (AttributeError, TypeError):      # not tensors: the full checks say what is wrong
+        key = hit = None
+    if hit is None or hit[0] is not m:
+        C = validate_rmsnorm_silu_inputs(x, gamma, out)
+        if x.numel() == 0:
+            how = "empty"
+        elif m.name == "gpu" and _torch.cuda.device_count() > 1:
+            how = "guarded"                   # launch on x's GPU, whichever is current
+        else:
+            how = "direct" if x.dim() == 2 else "view"
+        hit = (m, kernel_for(C, _dtype_name(x)), C, how)
+        if key is not None:
+            if len(calls) >= _VALIDATED_MAX:
+                calls.clear()
+            calls[key] = hit
+    elif out is not None and hit[3] != "empty" and out.data_ptr() == x.data_ptr():
+        raise ValueError("rmsnorm_silu: out must not be x itself (in-place is not supported)")
+    mode, kernel, C, how = hit
+    y = _torch.empty_like(x) if out is None else out
+    if how == "direct" and mode.name == "gpu":
+        kernel(x, gamma, y, float(eps))       # runtime.run's GPU path, without asking again
+    elif how == "empty":
+        pass
+    elif how == "guarded":
+        with _torch.cuda.device(x.device):
+            kernel(x.view(-1, C), gamma, y.view(-1, C), float(eps))
     else:
         runtime.run(kernel, x.view(-1, C), gamma, y.view(-1, C), float(eps))
     return y
+
+
+def _op_kernel(C: int, dtype: str):
+    return build_rmsnorm_silu(C, dtype)
+
+
+def rmsnorm_silu(x, gamma, eps: float = DEFAULT_EPS, out=None):
+    """y = silu(rms_norm(x) * gamma) over the last dim; returns ``out`` (allocated if None). Runs on
+    the GPU in GPU mode, in the tile emulator on CPU tensors otherwise. The checks and the kernel
+    lookup run once per combination of shapes, dtypes, devices and contiguity (:func:`_call`)."""
+    return _call(_CALLS, _op_kernel, x, gamma, eps, out)
 
 
 @functools.lru_cache(maxsize=None)
@@ -385,21 +444,13 @@ def rmsnorm_silu_from(program):
     cells run the reader's kernel. (A separate function, so that the op's own code, which the
     benchmark records fingerprint, stays as measured.)
     """
-    def op(x, gamma, eps: float = DEFAULT_EPS, out=None):
-        import torch
+    calls: dict = {}
 
-        C = validate_rmsnorm_silu_inputs(x, gamma, out)
-        y = torch.empty_like(x) if out is None else out
-        if x.numel() == 0:
-            return y
-        dtype = _dtype_name(x)
-        kernel = _build_from(program, C, dtype, config_for(C, dtype), runtime.current_arch())
-        if x.device.type == "cuda" and x.device.index is not None and x.device.index != torch.cuda.current_device():
-            with torch.cuda.device(x.device):   # launch on x's GPU, not the current one
-                runtime.run(kernel, x.view(-1, C), gamma, y.view(-1, C), float(eps))
-        else:
-            runtime.run(kernel, x.view(-1, C), gamma, y.view(-1, C), float(eps))
-        return y
+    def kernel_for(C: int, dtype: str):
+        return _build_from(program, C, dtype, config_for(C, dtype), runtime.current_arch())
+
+    def op(x, gamma, eps: float = DEFAULT_EPS, out=None):
+        return _call(calls, kernel_for, x, gamma, eps, out)
 
     op.__name__ = op.__qualname__ = f"rmsnorm_silu_from({getattr(program, '__name__', 'program')})"
     return op

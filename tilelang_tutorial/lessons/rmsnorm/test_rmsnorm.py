@@ -480,6 +480,35 @@ def test_validation_is_cached_by_shape_dtype_device_and_contiguity_and_never_let
     assert cached < 0.8 * full, f"a cached validation costs {cached:.2f} us, the full checks {full:.2f} us"
 
 
+def test_the_op_checks_once_per_key_and_still_rejects_bad_input_of_a_cached_key(monkeypatch):
+    """The op's checks and kernel lookup run once per (shapes, dtypes, devices, contiguity); a
+    later call with the same key runs neither, but an input that shares the key and is wrong (out
+    is x) or differs only in contiguity (a transposed square x) still gets its one-line error."""
+    device = runtime.mode().device
+    x = checks.random_tensor((64, 64), torch.float16, device)
+    gamma = checks.random_tensor((64,), torch.float16, device)
+    out = torch.empty_like(x)
+    full_checks, builds = [], []
+    real_validate, real_build = rs._validate_fully, rs._op_kernel
+    monkeypatch.setattr(rs, "_validate_fully", lambda *a: full_checks.append(1) or real_validate(*a))
+    monkeypatch.setattr(rs, "_op_kernel", lambda *a: builds.append(a) or real_build(*a))
+    monkeypatch.setattr(rs, "_CALLS", {})
+    monkeypatch.setattr(rs, "_VALIDATED", {})
+    ref = rs.rmsnorm_silu_reference(x, gamma)
+    for _ in range(3):
+        checks.assert_close(rs.rmsnorm_silu(x, gamma, out=out), ref, tolerance=checks.TOLERANCE["float16"])
+    assert len(full_checks) == 1 and builds == [(64, "float16")]
+    with pytest.raises(ValueError, match="in-place is not supported"):
+        rs.rmsnorm_silu(x, gamma, out=x)
+    with pytest.raises(ValueError, match="must be contiguous"):
+        rs.rmsnorm_silu(x.t(), gamma, out=out)
+    with pytest.raises(TypeError, match="x must be a torch.Tensor|must be a tensor"):
+        rs.rmsnorm_silu(x.tolist(), gamma)
+    y = rs.rmsnorm_silu(x, gamma)                        # a new key (no out): checked once, then cached
+    checks.assert_close(y, ref, tolerance=checks.TOLERANCE["float16"])
+    assert y is not out and len(full_checks) == 4
+
+
 def test_out_must_not_be_x():
     x = _x()
     with pytest.raises(ValueError, match="in-place is not supported"):

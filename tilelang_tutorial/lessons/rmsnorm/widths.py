@@ -18,6 +18,7 @@ from .kernel import (  # noqa: F401  (config_for, source, table, TABLE_FILE: the
 )
 
 SUITE = "rmsnorm_widths"
+SUITE_BF16 = "rmsnorm_widths_bf16"
 WIDTHS = tuple(range(32, 8192 + 1, 32))
 #: vectors of its row each lane may hold in the sweep's layouts
 VECTOR_TARGETS = (2, 4, 8)
