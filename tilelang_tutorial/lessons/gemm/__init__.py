@@ -14,6 +14,8 @@ EXTRA_NOTEBOOKS = ("02b_gemm_in_depth.ipynb",)
 #: gemm_rates first: the rule that ``gemm`` records through reads it
 SUITES = {"gemm_rates": "bench:run_rates", "gemm": "bench:run", "gemm_sweep": "bench:run_sweep",
           "gemm_host": "host_bench:run"}
+#: explorations (``python -m tilelang_tutorial sweep NAME``): print, record nothing
+SWEEPS = {"gemm_small_m": "small_m_sweep:sweep"}
 
 
 def measured(record):

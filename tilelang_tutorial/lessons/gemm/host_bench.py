@@ -60,6 +60,7 @@ def run(quick: bool = False) -> results.Run:
     from . import kernel, rule
 
     prov = results.provenance(COMMAND + (" --quick" if quick else ""))
+    kernel.clear_plans()                    # plans made before this run may hold other builds
     tdt = getattr(torch, DTYPE)
     out, notes = [], {}
     for M, N, K in POINTS:

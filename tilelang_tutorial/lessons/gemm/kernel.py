@@ -169,17 +169,27 @@ def check_config_for_shape(N: int, K: int, config: GemmConfig) -> None:
             f"threads (config {config.name} is larger); pass config=None and gemm_relu chooses one")
 
 
-def gemm_relu(a, b, config: GemmConfig | None = None, *, out=None, program=None):
-    """``relu(a @ b)`` with the TileLang kernel (on the GPU in GPU mode, in the emulator on CPU
-    tensors otherwise).
+#: The op's per-key plans: what :func:`gemm_relu` decided for one (shapes, dtypes, devices, output,
+#: config, factory, run mode) -- the inputs validated, the rule's choice made, the kernel(s) built and
+#: their launcher picked -- so that a repeated call pays a dictionary lookup and the checks that
+#: depend on the tensors themselves (contiguity, 16-byte alignment), not the whole decision again.
+_PLANS: dict = {}
+MAX_PLANS = 4096
 
-    ``a``: (M, K), ``b``: (K, N), both fp16 or both bf16, contiguous. ``config=None`` lets
-    :func:`.rule.choose` pick the tile (and a split of K) for this shape and architecture; a
-    given ``config`` is used as is. ``out``: optional (M, N) output buffer. Returns C (M, N) in
-    the input dtype. ``program``: the factory to build (default :func:`gemm_relu_program`; a
-    notebook passes its own kernel cell's, so that a reader's edit reaches the op); with a
-    factory of its own the op runs it as one kernel, never the split-K pair.
-    """
+
+def clear_plans() -> None:
+    """Forget every plan (tests and benchmarks that replace what a plan captured call this)."""
+    _PLANS.clear()
+
+
+def _plan_key(a, b, out, config, program):
+    return (a.shape, b.shape, a.dtype, b.dtype, a.device, b.device,
+            None if out is None else (out.shape, out.dtype, out.device), config, program, runtime._run_key())
+
+
+def _plan(a, b, config, out, program):
+    """Validate (one line naming the problem, before anything compiles), choose and build: returns
+    ``launch(a, b, out) -> out`` for every call with this key (``out`` None: allocate it)."""
     import torch
 
     from . import rule, split_k
@@ -192,17 +202,73 @@ def gemm_relu(a, b, config: GemmConfig | None = None, *, out=None, program=None)
         checks.check_tensor(t, name, device_type=device, contiguous=False)
     if a.device != b.device:
         raise ValueError(f"a and b must be on the same device, got {a.device} and {b.device}")
-    if out is None:
-        out = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    if out is not None and out.device != a.device:
+        raise ValueError(f"out must be on a's device, got {out.device} and {a.device}")
+    if out is not None and not out.is_contiguous():
+        raise ValueError(f"out must be contiguous (got strides {out.stride()}); pass a contiguous buffer")
+    tdt, dev = a.dtype, a.device
+
+    def new_out(out):
+        return torch.empty((M, N), dtype=tdt, device=dev) if out is None else out
+
     if M == 0 or N == 0:
-        return out
+        return lambda a, b, out: new_out(out)
     if K == 0:
-        return out.zero_()
+        return lambda a, b, out: new_out(out).zero_()
+    split = 1
     if config is None:
         choice = rule.choose(M, N, K, dtype)
-        if choice.split > 1 and program is None:
-            return split_k.gemm_relu_split_k(a, b, choice.split, choice.config, out)
         config = choice.config
-    kernel = build_gemm_relu(N, K, config=config, dtype=dtype, program=program)
-    runtime.run(kernel, a, b, out)
-    return out
+        split = choice.split if program is None else 1
+    if split > 1:
+        partial, reduce = (runtime.launcher(k) for k in split_k.build_split_k(N, K, split, config, dtype))
+
+        def launch_split(a, b, out):
+            out = new_out(out)
+            workspace = torch.empty((split, M, N), dtype=torch.float32, device=dev)
+            partial(a, b, workspace)
+            reduce(workspace, out)
+            return out
+        return launch_split
+    launch = runtime.launcher(build_gemm_relu(N, K, config=config, dtype=dtype, program=program))
+    if out is None:
+        def launch_new(a, b, out):
+            out = torch.empty((M, N), dtype=tdt, device=dev)
+            launch(a, b, out)
+            return out
+        return launch_new
+
+    def launch_into(a, b, out):
+        launch(a, b, out)
+        return out
+    return launch_into
+
+
+def gemm_relu(a, b, config: GemmConfig | None = None, *, out=None, program=None):
+    """``relu(a @ b)`` with the TileLang kernel (on the GPU in GPU mode, in the emulator on CPU
+    tensors otherwise).
+
+    ``a``: (M, K), ``b``: (K, N), both fp16 or both bf16, contiguous. ``config=None`` lets
+    :func:`.rule.choose` pick the tile (and a split of K) for this shape and architecture; a
+    given ``config`` is used as is. ``out``: optional (M, N) output buffer. Returns C (M, N) in
+    the input dtype. ``program``: the factory to build (default :func:`gemm_relu_program`; a
+    notebook passes its own kernel cell's, so that a reader's edit reaches the op); with a
+    factory of its own the op runs it as one kernel, never the split-K pair.
+
+    The first call with a new key (shapes, dtypes, devices, output, config, factory) validates,
+    chooses and builds; later calls reuse that plan after re-checking only what the key does not
+    fix (contiguity, 16-byte alignment of the data).
+    """
+    try:
+        key = _plan_key(a, b, out, config, program)
+        plan = _PLANS.get(key)
+    except (AttributeError, TypeError):             # not tensors, or an unhashable argument
+        key = plan = None
+    if (plan is None or not a.is_contiguous() or not b.is_contiguous() or a.data_ptr() % 16
+            or b.data_ptr() % 16 or (out is not None and not out.is_contiguous())):
+        plan = _plan(a, b, config, out, program)     # raises the one-line error on bad input
+        if key is not None:
+            if len(_PLANS) >= MAX_PLANS:           # a caller cycling through many shapes: start over
+                _PLANS.clear()
+            _PLANS[key] = plan
+    return plan(a, b, out)
