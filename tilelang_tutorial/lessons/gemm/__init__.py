@@ -12,8 +12,8 @@ NOTEBOOK = "02_gemm_relu.ipynb"
 #: the optional deep dive that follows it (tuning, other architectures, the compiler's tools, split-K)
 EXTRA_NOTEBOOKS = ("02b_gemm_in_depth.ipynb",)
 #: gemm_rates first: the rule that ``gemm`` records through reads it
-SUITES = {"gemm_rates": "bench:run_rates", "gemm": "bench:run", "gemm_sweep": "bench:run_sweep",
-          "gemm_host": "host_bench:run"}
+SUITES = {"gemm_rates": "bench:run_rates", "gemm": "bench:run", "gemm_rule": "bench:run_rule",
+          "gemm_sweep": "bench:run_sweep", "gemm_host": "host_bench:run"}
 #: explorations (``python -m tilelang_tutorial sweep NAME``): print, record nothing
 SWEEPS = {"gemm_small_m": "small_m_sweep:sweep"}
 
@@ -33,13 +33,14 @@ def measured(record):
     else:
         progs = [kernel.gemm_relu_program(None, s["N"], s["K"], in_dtype=dt, dynamic_m=True, **cfg.as_dict())]
     if c.get("variant") == "rule":
-        progs += [kernel.gemm_relu, kernel.validate_inputs, split_k.gemm_relu_split_k]
+        progs += [kernel.gemm_relu, kernel._plan, kernel.validate_inputs]
     return progs
 
 
 results.register_suite("gemm", measured)
 results.register_suite("gemm_sweep", measured)
 results.register_suite("gemm_rates", measured)
+results.register_suite("gemm_rule", measured)
 
 
 def _host_measured(record):

@@ -485,7 +485,8 @@ def test_recorded_rule_figures_are_what_the_rule_picks_today():
     from tilelang_tutorial import results
 
     rule.measured_rates.cache_clear()
-    for r in results.find("gemm", config=lambda c: c.get("variant") == "rule"):
+    for r in (results.find("gemm", config=lambda c: c.get("variant") == "rule")
+              + results.find("gemm_rule", config=lambda c: c.get("variant") == "rule")):
         s, c = r["shape"], r["config"]
         now = rule.choose(s["M"], s["N"], s["K"], r["dtype"], c["arch"])
         assert now.as_dict() == {k: c[k] for k in now.as_dict()}, (s, now, c)
@@ -715,3 +716,80 @@ def test_notebook_02_times_only_a_kernel_that_checks_out():
     assert "TFLOP/s" in line and "✘" not in line, line
     line = plots.time_on_gpu(_no_relu_program, gr.SEED_CONFIG, size=1024)
     assert line.startswith("✘") and "not timed" in line, line
+
+
+# ------------------------------------------------------------------------------------------------
+# The op's host path: one plan per key, bad input still refused
+# ------------------------------------------------------------------------------------------------
+
+def test_a_repeated_call_reuses_its_plan_and_new_data_still_gets_the_right_answer(monkeypatch):
+    """The second call with the same key neither re-validates nor asks the rule again, and computes
+    from the new tensors (checked against the fp32 reference, poisoned output)."""
+    from tilelang_tutorial.lessons.gemm import rule as gemm_rule
+
+    device = runtime.mode().device
+    gr.clear_plans()
+    a, b = checks.random_tensor((3, 72), torch.float16, device), checks.random_tensor((72, 40), torch.float16, device)
+    gr.gemm_relu(a, b, gr.SEED_CONFIG)
+    calls, validate = [], gr.validate_inputs
+    monkeypatch.setattr(gr, "validate_inputs", lambda *x, **k: calls.append("validate") or validate(*x, **k))
+    monkeypatch.setattr(gemm_rule, "choose", lambda *x, **k: pytest.fail("asked the rule again"))
+    a2, b2 = checks.random_tensor((3, 72), torch.float16, device), checks.random_tensor((72, 40), torch.float16, device)
+    out = checks.poisoned((3, 40), torch.float16, device)
+    gr.gemm_relu(a2, b2, gr.SEED_CONFIG)                     # same key as the first call: the plan
+    c = gr.gemm_relu(a2, b2, gr.SEED_CONFIG, out=out)        # a new key (an out): validated once
+    assert c is out
+    checks.assert_close(out, gr.gemm_relu_reference(a2, b2), tolerance=checks.TOLERANCE["float16"], what="plan")
+    assert calls == ["validate"]
+
+
+def test_bad_input_with_a_planned_key_is_still_refused_in_one_line():
+    """What the key does not fix (the data's contiguity, a view's 16-byte alignment) is checked on
+    every call; a bad tensor of a planned shape gets the same one-line error as a first call."""
+    device = runtime.mode().device
+    gr.clear_plans()
+    a, b = checks.random_tensor((4, 64), torch.float16, device), checks.random_tensor((64, 32), torch.float16, device)
+    gr.gemm_relu(a, b, gr.SEED_CONFIG)
+    strided = checks.random_tensor((64, 64), torch.float16, device)[:, ::2]          # (64, 32), not contiguous
+    with pytest.raises(ValueError, match="b must be contiguous") as info:
+        gr.gemm_relu(a, strided, gr.SEED_CONFIG)
+    assert "\n" not in str(info.value)
+    offset = checks.random_tensor((4 * 64 + 1,), torch.float16, device)[1:].view(4, 64)   # 2 bytes past a boundary
+    with pytest.raises(ValueError, match="16-byte boundary"):
+        gr.gemm_relu(offset, b, gr.SEED_CONFIG)
+    out = checks.poisoned((4, 64), torch.float16, device)[:, ::2]
+    with pytest.raises(ValueError, match="out must be contiguous"):
+        gr.gemm_relu(a, b, gr.SEED_CONFIG, out=out)
+    with pytest.raises(TypeError, match="same dtype"):
+        gr.gemm_relu(a, b.to(torch.bfloat16), gr.SEED_CONFIG)
+    with pytest.raises(TypeError, match="must be a torch.Tensor"):
+        gr.gemm_relu(a.tolist(), b, gr.SEED_CONFIG)
+
+
+def test_a_changed_mode_is_a_new_plan(monkeypatch):
+    """The plan key holds what decides where kernels run: forcing emulation, or another architecture,
+    is never served a plan made for the other mode."""
+    device = runtime.mode().device
+    gr.clear_plans()
+    a, b = checks.random_tensor((2, 64), torch.float16, device), checks.random_tensor((64, 32), torch.float16, device)
+    gr.gemm_relu(a, b, gr.SEED_CONFIG)
+    monkeypatch.setenv(runtime.ARCH_ENV, "sm_80")
+    gr.gemm_relu(a, b, gr.SEED_CONFIG)
+    assert len(gr._PLANS) == 2
+    monkeypatch.delenv(runtime.ARCH_ENV)
+
+
+def test_random_shapes_are_drawn_afresh_and_the_small_m_set_covers_the_widths():
+    from tilelang_tutorial.lessons.gemm import bench
+
+    first, second = bench.random_shapes(), bench.random_shapes()
+    assert first != second                                   # a fresh seed each run
+    assert bench.random_shapes(seed=7) == bench.random_shapes(seed=7)
+    for M, N, K, dt in first:
+        assert 1 <= M <= 8192 and 512 <= N <= 8192 and 512 <= K <= 8192 and N % 8 == 0 == K % 8
+    small = bench.small_m_shapes(seed=3)
+    assert {(N, K) for _, N, K, _ in small} == set(bench.SMALL_M_WIDTHS)
+    drawn = sorted({M for M, *_ in small} - set(bench.SMALL_M_FIXED))
+    assert len(drawn) == 2 and all(2 <= M <= 127 for M in drawn)
+    sets, seed = bench.rule_sets(quick=True, seed=11)
+    assert seed == 11 and {name for name, _ in sets} == {"random", "small M"}
