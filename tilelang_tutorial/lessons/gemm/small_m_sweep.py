@@ -49,6 +49,14 @@ CANDIDATES = {
     "m64n128k64s4/k2": (C(64, 128, 64, 4, 128, "Square", 0, "column"), 2),
     "m64n128k64s4/k4": (C(64, 128, 64, 4, 128, "Square", 0, "column"), 4),
 }
+#: GEMV candidates (CUDA cores, one launch) for M <= max_m: name -> knobs of gemv.gemv_relu_program
+GEMV_CANDIDATES = {
+    "gemv8": (("max_m", 8), ("block_N", 32), ("k_lanes", 64), ("unroll", 4)),
+    "gemv8u8k32": (("max_m", 8), ("block_N", 32), ("k_lanes", 32), ("unroll", 8)),
+    "gemv8n16": (("max_m", 8), ("block_N", 16), ("k_lanes", 64), ("unroll", 4)),
+    "gemv1u8": (("max_m", 1), ("block_N", 32), ("k_lanes", 64), ("unroll", 8)),
+}
+
 #: for M > 128 only these (the small-M tiles would only be slower there)
 LARGE_M = ("tuned", "m256n128", "m128n128k128t256", "m128n128k64s4", "m64n128k64s4", "m64n64k128s4",
            "m128n64k64s6")
@@ -88,6 +96,8 @@ def candidates_for(M: int, N: int, K: int) -> list[str]:
         if (N % 8 or K % 8) and (cfg.threads > 128 or cfg.block_N > 128 or cfg.block_M > 128):
             continue
         out.append(name)
+    if N % 8 == 0 and K % 8 == 0:
+        out += [name for name, knobs in GEMV_CANDIDATES.items() if M <= dict(knobs)["max_m"]]
     return out
 
 
@@ -97,27 +107,45 @@ def jobs() -> list[tuple]:
     out = []
     for (M, N, K) in shapes():
         for name in candidates_for(M, N, K):
+            if name in GEMV_CANDIDATES:
+                out.append(("gemv", N, K, GEMV_CANDIDATES[name], DTYPE))
+                continue
             cfg, split = CANDIDATES[name]
             out.append((N, K, cfg, split, DTYPE))
     return list(dict.fromkeys(out))
 
 
+def _precompile_job(job):
+    if job[0] == "gemv":
+        from . import gemv
+
+        gemv.build_gemv_relu(job[1], job[2], job[3], job[4])
+        return
+    from .bench import _precompile_job as gemm_job
+
+    gemm_job(job)
+
+
 def precompile(workers=None):
     """Fill the kernel cache with every kernel of the sweep (on any machine with nvcc)."""
-    got = runtime.precompile(jobs(), "tilelang_tutorial.lessons.gemm.bench:_precompile_job", workers=workers)
+    got = runtime.precompile(jobs(), "tilelang_tutorial.lessons.gemm.small_m_sweep:_precompile_job", workers=workers)
     bad = {j: e for j, e in got.items() if e is not None}
     for j, e in bad.items():
-        print(f"compile FAILED N={j[0]} K={j[1]} {j[2].name} split={j[3]}: {type(e).__name__}: {str(e)[:200]}")
+        print(f"compile FAILED {j[:-1]}: {type(e).__name__}: {str(e)[:200]}")
     print(f"precompiled {len(got) - len(bad)}/{len(got)}")
     return got
 
 
 def _callable(N, K, cfg, split, a, b, c):
-    """The compiled kernel(s) for this candidate, as one no-argument call on (a, b) into c."""
+    """The compiled kernel(s) for this candidate, as one no-argument call on (a, b) into c
+    (``cfg`` a GEMV candidate's knobs when ``split`` is "gemv")."""
     import torch
 
-    from . import kernel, split_k
+    from . import gemv, kernel, split_k
 
+    if split == "gemv":
+        compiled = runtime.launcher(gemv.build_gemv_relu(N, K, cfg, DTYPE))
+        return lambda: compiled(a, b, c)
     if split > 1:
         partial, reduce = (runtime.launcher(k) for k in split_k.build_split_k(N, K, split, cfg, DTYPE))
         workspace = torch.empty((split, a.shape[0], N), dtype=torch.float32, device=a.device)
@@ -233,7 +261,7 @@ def sweep(argv=None) -> int:
               f"bytes floor at 4.2 TB/s {floor:.1f} us", flush=True)
         rows = []
         for name in candidates_for(M, N, K):
-            cfg, split = CANDIDATES[name]
+            cfg, split = (GEMV_CANDIDATES[name], "gemv") if name in GEMV_CANDIDATES else CANDIDATES[name]
             c = checks.poisoned((M, N), tdt, "cuda")
             try:
                 fn = _callable(N, K, cfg, split, a, b, c)
