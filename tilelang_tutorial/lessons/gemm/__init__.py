@@ -28,7 +28,11 @@ def measured(record):
     if record["kernel"] == "splitk_reduce_relu":
         return [split_k.splitk_reduce_relu_program(s["N"], c["split"], out_dtype=dt)]
     cfg = GemmConfig(**{k: c[k] for k in GemmConfig.__dataclass_fields__})
-    if c.get("split", 1) > 1:
+    if c.get("gemv"):
+        from . import gemv
+
+        progs = [gemv.gemv_relu_program(s["N"], s["K"], in_dtype=dt, **c["gemv"])]
+    elif c.get("split", 1) > 1:
         progs = split_k.programs(s["N"], s["K"], c["split"], cfg, dt)
     else:
         progs = [kernel.gemm_relu_program(None, s["N"], s["K"], in_dtype=dt, dynamic_m=True, **cfg.as_dict())]

@@ -92,8 +92,11 @@ def tflops(M, N, K, ms) -> float:
 def _precompile_job(job):
     """Worker-process entry (fills TileLang's disk cache): a plain ``(N, K, config, dtype)`` job or
     a rule job ``(N, K, config, split, dtype)``."""
-    from . import split_k
+    from . import gemv, split_k
 
+    if job[0] == "gemv":
+        gemv.build_gemv_relu(*job[1:])
+        return
     if len(job) == 5:
         N, K, cfg, split, dtype = job
         if split > 1:
@@ -375,12 +378,14 @@ def _rule_jobs(shapes, arch):
 
 def prebuild_rule(choices, arch=None):
     """Compile every kernel the rule picked for these shapes, in parallel."""
-    from . import split_k
+    from . import gemv, split_k
 
-    jobs = sorted({(N, K, c.config, c.split, dt) for (M, N, K, dt), c in choices.items()},
-                  key=lambda j: (j[0], j[1], j[3], j[2].name, j[4]))
+    jobs = sorted({("gemv", N, K, c.gemv, dt) if c.gemv else (N, K, c.config, c.split, dt)
+                   for (M, N, K, dt), c in choices.items()}, key=str)
 
     def build(job):
+        if job[0] == "gemv":
+            return gemv.build_gemv_relu(job[1], job[2], job[3], job[4], arch)
         N, K, cfg, split, dt = job
         if split > 1:
             return split_k.build_split_k(N, K, split, cfg, dt, arch)
@@ -392,8 +397,7 @@ def prebuild_rule(choices, arch=None):
     bad = {j: e for j, e in built.items() if isinstance(e, Exception)}
     if bad:
         (j, e), = list(bad.items())[:1]
-        raise RuntimeError(f"{len(bad)} rule kernels failed to compile, e.g. N={j[0]} K={j[1]} {j[2].name} "
-                           f"split={j[3]}: {e}") from e
+        raise RuntimeError(f"{len(bad)} rule kernels failed to compile, e.g. {j}: {e}") from e
 
 
 def rule_sets(quick: bool = False, seed: int | None = None):
@@ -418,7 +422,7 @@ def rule_records(sets) -> list:
     t0 = time.time()
     choices = _rule_jobs([s for _, s in sets], arch)
     prebuild_rule(choices)
-    print(f"\nrule: compiled {len({(N, K, c.config, c.split) for (M, N, K, dt), c in choices.items()})} "
+    print(f"\nrule: compiled {len({(N, K, c.label) for (M, N, K, dt), c in choices.items()})} "
           f"kernels for {len(sets)} shapes in {time.time() - t0:.0f} s", flush=True)
     print(f"{'set':<8} {'M x N x K':<18} {'dtype':<9} {'choice':<30} {'us':>8} {'torch us':>8} "
           f"{'/torch':>7}  check")
@@ -446,7 +450,7 @@ def rule_records(sets) -> list:
         )
         rec["call"] = "gemm_relu(a, b, out=c) (the rule chooses)"
         out.append(rec)
-        label = choice.config.name + (f"/k{choice.split}" if choice.split > 1 else "")
+        label = choice.label
         print(f"{set_name:<8} {f'{M}x{N}x{K}':<18} {dt:<9} {label:<30} {t.ms * 1e3:8.1f} {torch_t.ms * 1e3:8.1f} "
               f"{rec['ratio_to_reference']:7.2f}  {'ok' if cmp.ok else 'WRONG'} ({cmp.rel_error:.1e}; {t.regime})",
               flush=True)

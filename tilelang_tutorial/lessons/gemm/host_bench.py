@@ -26,7 +26,11 @@ def measured(record):
 
     s, c, dt = record["shape"], record["config"], record["dtype"]
     cfg = GemmConfig(**{k: c[k] for k in GemmConfig.__dataclass_fields__})
-    if c["split"] > 1:
+    if c.get("gemv"):
+        from . import gemv
+
+        progs = [gemv.gemv_relu_program(s["N"], s["K"], in_dtype=dt, **c["gemv"])]
+    elif c["split"] > 1:
         progs = split_k.programs(s["N"], s["K"], c["split"], cfg, dt)
     else:
         progs = [kernel.gemm_relu_program(None, s["N"], s["K"], in_dtype=dt, dynamic_m=True, **cfg.as_dict())]
@@ -42,6 +46,11 @@ def bare_call(a, b, out, choice):
 
     M, K = a.shape
     N = b.shape[1]
+    if choice.gemv:
+        from . import gemv
+
+        compiled = gemv.build_gemv_relu(N, K, choice.gemv, DTYPE)
+        return (lambda: compiled(a, b, out)), "compiled GEMV kernel(a, b, c)"
     if choice.split > 1:
         partial, reduce = split_k.build_split_k(N, K, choice.split, choice.config, DTYPE)
         workspace = torch.empty((choice.split, M, N), dtype=torch.float32, device=a.device)
@@ -78,7 +87,7 @@ def run(quick: bool = False) -> results.Run:
         c_torch = torch.empty((M, N), dtype=tdt, device=a.device)
         rec = host_cost.measure_record(
             suite=SUITE, kernel="gemm_relu",
-            config={**choice.config.as_dict(), "split": choice.split, "candidate": choice.name},
+            config=choice.as_dict(),
             shape={"M": M, "N": N, "K": K}, dtype=DTYPE, label=f"gemm_relu {M}x{N}x{K}",
             op=lambda: kernel.gemm_relu(a, b, out=c), bare=bare, op_check=op_check, bare_check=bare_check,
             call="gemm_relu(a, b, out=c) (config chosen by the rule)", bare_name=bare_name,

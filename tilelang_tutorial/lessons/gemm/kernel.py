@@ -183,8 +183,13 @@ def clear_plans() -> None:
 
 
 def _plan_key(a, b, out, config, program):
-    return (a.shape, b.shape, a.dtype, b.dtype, a.device, b.device,
-            None if out is None else (out.shape, out.dtype, out.device), config, program, runtime._run_key())
+    # get_device() (an int: the CUDA index, -1 on the CPU) is cheaper than .device (a new object);
+    # the device *type* is checked by the plan's validation against the run mode, which is keyed
+    if out is None:
+        return (a.shape, b.shape, a.dtype, b.dtype, a.get_device(), b.get_device(), config, program,
+                runtime._run_key())
+    return (a.shape, b.shape, a.dtype, b.dtype, a.get_device(), b.get_device(), out.shape, out.dtype,
+            out.get_device(), config, program, runtime._run_key())
 
 
 def _plan(a, b, config, out, program):
@@ -220,6 +225,10 @@ def _plan(a, b, config, out, program):
         choice = rule.choose(M, N, K, dtype)
         config = choice.config
         split = choice.split if program is None else 1
+        if choice.gemv and program is None:
+            from . import gemv
+
+            return _launch_into(runtime.launcher(gemv.build_gemv_relu(N, K, choice.gemv, dtype)), new_out, out)
     if split > 1:
         partial, reduce = (runtime.launcher(k) for k in split_k.build_split_k(N, K, split, config, dtype))
 
@@ -230,18 +239,21 @@ def _plan(a, b, config, out, program):
             reduce(workspace, out)
             return out
         return launch_split
-    launch = runtime.launcher(build_gemm_relu(N, K, config=config, dtype=dtype, program=program))
-    if out is None:
-        def launch_new(a, b, out):
-            out = torch.empty((M, N), dtype=tdt, device=dev)
-            launch(a, b, out)
-            return out
-        return launch_new
+    return _launch_into(runtime.launcher(build_gemm_relu(N, K, config=config, dtype=dtype, program=program)),
+                        new_out, out)
 
-    def launch_into(a, b, out):
+
+def _launch_into(launch, new_out, out):
+    """One kernel ``launch(a, b, out)``: the plan is the launcher itself when the caller passes
+    ``out`` (the op then returns ``out``), a wrapper that allocates C otherwise."""
+    if out is not None:
+        return launch
+
+    def launch_new(a, b, out):
+        out = new_out(None)
         launch(a, b, out)
         return out
-    return launch_into
+    return launch_new
 
 
 def gemm_relu(a, b, config: GemmConfig | None = None, *, out=None, program=None):
@@ -271,4 +283,7 @@ def gemm_relu(a, b, config: GemmConfig | None = None, *, out=None, program=None)
             if len(_PLANS) >= MAX_PLANS:           # a caller cycling through many shapes: start over
                 _PLANS.clear()
             _PLANS[key] = plan
-    return plan(a, b, out)
+    if out is None:
+        return plan(a, b, None)
+    plan(a, b, out)
+    return out

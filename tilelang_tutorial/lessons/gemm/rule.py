@@ -65,9 +65,20 @@ class GemmChoice:
     split: int                  # 1: the plain kernel; >= 2: split-K + reduction
     predicted_us: float | None  # the model's time (None when no rates were measured)
     why: str
+    gemv: tuple = ()            # the GEMV kernel's knobs ((name, value), ...) when it runs that instead
 
     def as_dict(self) -> dict:
-        return {"candidate": self.name, "split": self.split, **self.config.as_dict()}
+        out = {"candidate": self.name, "split": self.split, **self.config.as_dict()}
+        if self.gemv:
+            out["gemv"] = dict(self.gemv)
+        return out
+
+    @property
+    def label(self) -> str:
+        """What runs, in one word: the tile's name (with ``/kS`` for a split of K) or the GEMV's knobs."""
+        if self.gemv:
+            return "gemv " + " ".join(f"{k}={v}" for k, v in self.gemv)
+        return self.config.name + (f"/k{self.split}" if self.split > 1 else "")
 
 
 def smem_bytes(config: GemmConfig, elem: int = 2) -> int:
@@ -162,14 +173,108 @@ def choose(M: int, N: int, K: int, dtype: str = "float16", arch: str | None = No
                           "load them; the seed configuration's predicated loads work for any N and K" + seed_note)
     rates = measured_rates(arch) if MODEL_ENABLED else None
     if rates is None:
-        cfg = TUNED_CONFIGS[dtype] if fits(TUNED_CONFIGS[dtype], arch) and arch == "sm_90a" else seed
-        name = "tuned" if cfg is TUNED_CONFIGS[dtype] else "seed"
+        if arch == "sm_90a" and fits(TUNED_CONFIGS[dtype], arch):
+            return measured_choice(M, N, K, dtype)
+        cfg = seed
         why = ("the model is off (MODEL_ENABLED)" if not MODEL_ENABLED else f"no gemm_rates measured for {arch}")
-        return GemmChoice(name, cfg, 1, None,
-                          f"{why}: the {name} configuration "
-                          + ("(tuned on the H200)" if name == "tuned" else
-                             f"(it fits {arch}'s shared memory)" if seed == SEED_CONFIG else seed_note[1:]))
+        return GemmChoice("seed", cfg, 1, None,
+                          f"{why}, and the small-M path was measured on the H200 only: the seed configuration "
+                          + (f"(it fits {arch}'s shared memory)" if seed == SEED_CONFIG else seed_note[1:]))
     return model_choice(M, N, K, arch, rates)
+
+
+# ------------------------------------------------------------------------------------------------
+# The path the op takes on Hopper (sm_90a): fitted to the sweep gemm_small_m on the H200
+# (2026-12-01; `python -m tilelang_tutorial sweep gemm_small_m`, its figures in docs/performance-log.md)
+# ------------------------------------------------------------------------------------------------
+
+def _tile(block_M, block_N, block_K, num_stages):
+    return GemmConfig(block_M=block_M, block_N=block_N, block_K=block_K, num_stages=num_stages, threads=128,
+                      policy="Square", swizzle_panel=0, swizzle_order="column")
+
+
+#: The small-M tiles: one 64-row warpgroup (wgmma's smallest M), narrow N so that a few rows still
+#: give enough blocks to stream B with, deep TMA pipelines (4-8 stages) to keep bytes in flight.
+SMALL_M_TILES = {
+    "m64n64k64s8": _tile(64, 64, 64, 8),
+    "m64n64k128s4": _tile(64, 64, 128, 4),
+    "m64n32k256s4": _tile(64, 32, 256, 4),
+    "m64n128k64s4": _tile(64, 128, 64, 4),
+    "m128n64k64s6": _tile(128, 64, 64, 6),
+}
+#: the GEMV kernel (gemv.py) for one row: 32 columns per block, 64 lanes of K, 8 rows in flight
+GEMV_ONE_ROW = (("max_m", 1), ("block_N", 32), ("k_lanes", 64), ("unroll", 8))
+#: tiles for M > 128 and their measured throughput at 4096^3 fp16 on the H200 (results/gemm_sweep.json
+#: for the tuned and the 128 x 128 x 128 tiles, results/gemm_rates.json for the narrow 64 x 128 tile)
+LARGE_M_TILES = (
+    ("tuned", None, 730.0),
+    ("m128n128k128t256", GemmConfig(block_M=128, block_N=128, block_K=128, num_stages=3, threads=256, policy="Square",
+                                    swizzle_panel=8, swizzle_order="row"), 581.0),
+    ("narrow", CANDIDATES["narrow"], 440.0),
+)
+SM_COUNT = 132
+#: a K this long is worth splitting when N gives too few blocks (below it the reduction's fixed cost wins)
+SPLIT_MIN_K = 4096
+
+
+def _blocks(M, N, config, split=1):
+    return math.ceil(M / config.block_M) * math.ceil(N / config.block_N) * split
+
+
+def measured_choice(M: int, N: int, K: int, dtype: str = "float16") -> GemmChoice:
+    """The Hopper path. B (N x K) is what a small-M call must read, so the question is how many
+    blocks stream it: about one per SM (132 on the H200) without splitting K where N allows.
+
+    * M = 1 and N >= 4096: the GEMV kernel (N / 32 >= 128 blocks; no tensor-core tile of 64 rows).
+    * M <= 64: one row of 64-row blocks. N / 64 >= 100 blocks: 64-wide tiles, or for a large B
+      (N x K >= 40 M elements) with M <= 32, 128-wide tiles with K split 2; N / 64 >= 48: 64-wide
+      tiles (32-wide, deeper in K, at M > 32 when that still gives at most 160 blocks); fewer
+      blocks and K >= 4096: 64-wide tiles with K split 2 or 4 (about 128 blocks); otherwise the
+      64-wide tile as it is.
+    * 64 < M <= 128: a 128 x 64 tile where N / 64 >= 100; else two rows of 64 x 64 (or 64 x 32)
+      blocks, whichever first reaches 100 blocks.
+    * M > 128: of the tuned, a 128 x 128 and the 64 x 128 tile, the fewest waves x tile time at
+      each tile's measured rate.
+    """
+    tiles = SMALL_M_TILES
+    if M == 1 and N >= 4096:
+        return GemmChoice("gemv", SEED_CONFIG, 1, None,
+                          f"M = 1, N = {N}: the GEMV kernel, {math.ceil(N / 32)} blocks of 32 columns", GEMV_ONE_ROW)
+    if M <= 64:
+        n64 = math.ceil(N / 64)
+        if n64 >= 100:
+            if M <= 32 and N * K >= 40 * 2 ** 20:
+                return _pick("m64n128k64s4", tiles["m64n128k64s4"], 2, M, N,
+                             "a large B and at most 32 rows: 128-wide tiles, K split 2")
+            return _pick("m64n64k64s8", tiles["m64n64k64s8"], 1, M, N, "64-wide tiles")
+        if n64 >= 48:
+            if M > 32 and math.ceil(N / 32) <= 160:
+                return _pick("m64n32k256s4", tiles["m64n32k256s4"], 1, M, N, "32-wide tiles, 256 deep in K")
+            return _pick("m64n64k64s8", tiles["m64n64k64s8"], 1, M, N, "64-wide tiles")
+        if K >= SPLIT_MIN_K:
+            split = 4 if n64 <= 40 else 2
+            return _pick("m64n64k128s4", tiles["m64n64k128s4"], split, M, N,
+                         f"few 64-wide tiles and a long K: K split {split}")
+        return _pick("m64n64k128s4", tiles["m64n64k128s4"], 1, M, N, "64-wide tiles (K too short to split)")
+    if M <= 128:
+        if math.ceil(N / 64) >= 100:
+            return _pick("m128n64k64s6", tiles["m128n64k64s6"], 1, M, N, "128 x 64 tiles")
+        if 2 * math.ceil(N / 64) >= 100:
+            return _pick("m64n64k128s4", tiles["m64n64k128s4"], 1, M, N, "two rows of 64 x 64 tiles")
+        return _pick("m64n32k256s4", tiles["m64n32k256s4"], 1, M, N, "two rows of 64 x 32 tiles")
+    best = None
+    for name, cfg, rate in LARGE_M_TILES:
+        cfg = cfg or TUNED_CONFIGS[dtype]
+        blocks = _blocks(M, N, cfg)
+        t = math.ceil(blocks / SM_COUNT) * (2.0 * cfg.block_M * cfg.block_N * K) / (rate * 1e12 / SM_COUNT) * 1e6
+        if best is None or t < best[0] - 1e-9:
+            best = (t, name, cfg, blocks)
+    t, name, cfg, blocks = best
+    return GemmChoice(name, cfg, 1, t, f"the fewest waves x tile time: {blocks} blocks of {cfg.block_M} x {cfg.block_N}")
+
+
+def _pick(name, cfg, split, M, N, why):
+    return GemmChoice(name, cfg, split, None, f"M = {M}: {why} ({_blocks(M, N, cfg, split)} blocks)")
 
 
 def model_choice(M: int, N: int, K: int, arch: str, rates) -> GemmChoice:
