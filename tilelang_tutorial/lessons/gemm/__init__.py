@@ -156,7 +156,12 @@ def flow_bugs():
                 until="## 7"),
         FlowBug("02b_gemm_in_depth.ipynb", "gemm_partial_program",
                 old="T.copy(B[(bz * steps_per_split + ko) * block_K, bx * block_N], B_shared)",
-                new="T.copy(B[ko * block_K, bx * block_N], B_shared)", what="split-K: every slice reads B's first slice"),
+                new="T.copy(B[ko * block_K, bx * block_N], B_shared)", what="split-K: every slice reads B's first slice",
+                until="### One row"),
+        FlowBug("02b_gemm_in_depth.ipynb", "gemv_relu_program",
+                old="acc[i, v] += T.cast(a_vals[u, i], accum_dtype) * T.cast(b_rows[u, v], accum_dtype)",
+                new="acc[i, v] += T.cast(a_vals[u, i], accum_dtype) * T.cast(b_rows[0, v], accum_dtype)",
+                what="GEMV: every unrolled row multiplied by the first row's B"),
     ]
 
 

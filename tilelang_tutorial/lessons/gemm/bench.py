@@ -333,7 +333,7 @@ def draw_seed() -> int:
     return int.from_bytes(os.urandom(4), "little")
 
 
-def random_shapes(n: int = 16, seed: int | None = None) -> list[tuple]:
+def random_shapes(n: int = 12, seed: int | None = None) -> list[tuple]:
     """``n`` shapes: M log-uniform in 1..8192, N and K multiples of 8 in 512..8192, fp16 and bf16
     alternating. ``seed=None`` draws a fresh seed: a benchmark run never measures a fixed list."""
     import random
@@ -404,7 +404,7 @@ def rule_sets(quick: bool = False, seed: int | None = None):
     """``([(set name, (M, N, K, dtype)), ...], seed)``: the random set and the small-M set, drawn
     from ``seed`` (fresh when None)."""
     seed = draw_seed() if seed is None else seed
-    shapes = random_shapes(8 if quick else 16, seed=seed)
+    shapes = random_shapes(8 if quick else 12, seed=seed)
     small = small_m_shapes(1 if quick else 2, seed=seed + 1)
     if quick:
         small = [s for s in small if (s[1], s[2]) != (8192, 8192)]

@@ -837,3 +837,32 @@ def test_random_shapes_are_drawn_afresh_and_the_small_m_set_covers_the_widths():
     assert len(drawn) == 2 and all(2 <= M <= 127 for M in drawn)
     sets, seed = bench.rule_sets(quick=True, seed=11)
     assert seed == 11 and {name for name, _ in sets} == {"random", "small M"}
+
+
+def test_02b_section_9_quotes_the_small_m_sweep_log():
+    """The figures 02b's section 9 reads out of the H200 sweep's log are the log's."""
+    from tilelang_tutorial.results import REPO_ROOT
+
+    log = (REPO_ROOT / "docs/measurements/2026-12-01/gemm_small_m.log").read_text()
+    blocks = {}
+    for block in log.split("\n== ")[1:]:
+        head, *rows = block.splitlines()
+        blocks[head.split()[0]] = (head, {r.split()[0]: r.split() for r in rows if r.startswith("  ")})
+
+    def row(shape, name):
+        head, rows = blocks[shape]
+        r = rows[name]
+        return float(r[2]), r[4], float(r[6]), r[8]
+
+    head, _ = blocks["1x4096x4096"]
+    assert "kern 20.9 us, call 30.5 us" in head and "floor at 4.2 TB/s 8.0 us" in head
+    assert row("1x4096x4096", "gemv1u8") == (19.5, "1.07x", 10.6, "2.87x")
+    assert row("1x4096x4096", "tuned")[:2] == (42.8, "0.49x")
+    assert "kern 20.1 us" in blocks["16x4096x4096"][0]
+    assert row("16x4096x4096", "m64n64k64s8")[:2] == (20.9, "0.96x")
+    assert "kern 21.1 us" in blocks["1x2048x8192"][0]
+    assert row("1x2048x8192", "m64n64k128s4")[0] == 28.7
+    assert row("1x2048x8192", "m64n64k128s4/k4")[:2] == (20.8, "1.01x")
+    best = max((float(r[4][:-1]), name) for name, r in blocks["650x3744x8056"][1].items())
+    assert best == (0.75, "tuned")
+    assert all(r[-1] == "ok" for _, rows in blocks.values() for r in rows.values())
