@@ -1,12 +1,14 @@
 """The ops' fast paths (issue 24, goal 1): ``scale_copy`` and ``row_sum`` check their inputs in
-full once per key (shapes, dtypes, devices, contiguity, mode, knobs) and then only look the key
-up; ``MLADecodePlan.run`` compares its inputs with the plan's in one step and reuses the caches'
-2-D views. Each test warms the fast path with a valid call first, then feeds inputs that share
-as much of the key as they can and are wrong: each still gets its one-line error, on every call.
+full once per key and then only look the key up; ``MLADecodePlan.run`` compares its inputs with
+the plan's in one step and reuses the caches' 2-D views. In the emulator the key (the plan's
+comparison) holds every attribute the checks read; in GPU mode only what picks the kernel (the
+inputs' shapes for the plan), the compiled kernel refusing any other bad argument itself, which
+the op then names. Each test warms the fast path with a valid call first, then feeds inputs that
+share as much of the key as they can and are wrong: each still gets its one-line error, every call.
 
-The kernels are stand-ins (a torch computation of the same result) so nothing compiles here; the
-ops' own code runs unchanged. A GPU machine runs the same tests with CUDA tensors, and the
-CPU-tensor-in-GPU-mode case."""
+The kernels are stand-ins (a torch computation of the same result; for GPU mode on a CPU machine,
+one that checks its arguments as TileLang's generated host code does) so nothing compiles; the
+ops' own code runs unchanged. On a GPU the real compiled kernels are fed the same bad inputs."""
 import gc
 import time
 
@@ -22,7 +24,8 @@ OTHER = "cpu" if DEVICE == "cuda" else "meta"     # a device the mode does not r
 
 @pytest.fixture
 def stand_ins(monkeypatch):
-    """The builders return torch stand-ins, and the launcher runs them as they are."""
+    """Emulated mode (also on a GPU machine: CPU tensors), the builders return torch stand-ins,
+    and the launcher runs them as they are."""
     built = []
 
     def fake_scale_copy(N, **kw):
@@ -33,10 +36,12 @@ def stand_ins(monkeypatch):
         built.append(("row_sum", N, kw))
         return lambda x, s: s.copy_(x.float().sum(1))
 
+    runtime.force_emulation(True)
     monkeypatch.setattr(scale_copy, "build_scale_copy", fake_scale_copy)
     monkeypatch.setattr(row_sum, "build_row_sum", fake_row_sum)
     monkeypatch.setattr(runtime, "launcher", lambda kernel: kernel)
-    return built
+    yield built
+    runtime.force_emulation(None)
 
 
 def _spy_checks(monkeypatch, module):
@@ -52,63 +57,60 @@ def _spy_checks(monkeypatch, module):
 
 def test_a_repeat_call_skips_the_checks_and_the_build(stand_ins, monkeypatch):
     calls = _spy_checks(monkeypatch, scale_copy)
-    x = checks.random_tensor((33, 64), torch.float16, DEVICE)
-    y = checks.poisoned((33, 64), torch.float16, DEVICE)
+    x = checks.random_tensor((33, 64), torch.float16, "cpu")
+    y = checks.poisoned((33, 64), torch.float16, "cpu")
     for _ in range(3):
         scale_copy.scale_copy(x, 2.0, out=y)
         checks.assert_close(y, scale_copy.scale_copy_reference(x, 2.0), tolerance=checks.TOLERANCE["float16"])
     assert len(calls) == 1 and len(stand_ins) == 1, "the first call checks and builds, the later ones do not"
     # new tensors with the same shapes, dtypes and device: still the fast path
-    x2 = checks.random_tensor((33, 64), torch.float16, DEVICE)
+    x2 = checks.random_tensor((33, 64), torch.float16, "cpu")
     scale_copy.scale_copy(x2, -1.0, out=y)
     checks.assert_close(y, scale_copy.scale_copy_reference(x2, -1.0), tolerance=checks.TOLERANCE["float16"])
     assert len(calls) == 1
     # another width is another kernel: checked and built again
-    scale_copy.scale_copy(checks.random_tensor((33, 128), torch.float16, DEVICE), 2.0)
+    scale_copy.scale_copy(checks.random_tensor((33, 128), torch.float16, "cpu"), 2.0)
     assert len(calls) == 2 and [b[1] for b in stand_ins] == [64, 128]
 
 
 def test_a_replaced_builder_is_used_at_once(stand_ins, monkeypatch):
     """A cached launcher belongs to the builder that made it: replacing the builder (as tests and
     readers do) is seen on the next call, not hidden by the cache."""
-    x = checks.random_tensor((5, 64), torch.float16, DEVICE)
+    x = checks.random_tensor((5, 64), torch.float16, "cpu")
     scale_copy.scale_copy(x, 1.0)
     monkeypatch.setattr(scale_copy, "build_scale_copy", lambda N, **kw: lambda x, y, a: y.fill_(7.0))
     assert torch.all(scale_copy.scale_copy(x, 1.0) == 7.0)
 
 
-def _bad_tile_inputs(x, out_ok):
+def _bad_tile_inputs(x, out_ok, device, other):
     """[(message, x, out)]: inputs that share as much of the valid call's key as they can and are
     wrong in one attribute."""
     M, N = x.shape
-    square = checks.random_tensor((N, N), x.dtype, DEVICE)
-    strided_out = (torch.empty(2 * M, dtype=out_ok.dtype, device=DEVICE)[::2] if out_ok.dim() == 1
-                   else torch.empty(N, M, dtype=out_ok.dtype, device=DEVICE).t())
+    square = checks.random_tensor((N, N), x.dtype, device)
+    strided_out = (torch.empty(2 * M, dtype=out_ok.dtype, device=device)[::2] if out_ok.dim() == 1
+                   else torch.empty(N, M, dtype=out_ok.dtype, device=device).t())
     return [
         ("x must be float16 or bfloat16 or float32, got int32", x.to(torch.int32), None),
         ("x must have 2 dimensions", x[None], None),
         ("x must be contiguous", x.t().contiguous().t(), None),             # same shape and dtype
         ("x must be contiguous", square.t(), None),                          # a square's transpose
-        (f"x must be on a {DEVICE} device", x.to(OTHER), None),
+        (f"x must be on a {device} device", x.to(other), None),
         ("x must be a torch.Tensor", x.tolist(), None),
         ("out must be float(16|32), got int32", x, out_ok.to(torch.int32)),
         ("out has shape", x, out_ok[:-1]),
         ("out must have", x, out_ok[None]),
         ("out must be contiguous", x, strided_out),
-        (f"out must be on a {DEVICE} device", x, out_ok.to(OTHER)),
+        (f"out must be on a {device} device", x, out_ok.to(other)),
     ]
 
 
-@pytest.mark.parametrize("op", ["scale_copy", "row_sum"])
-def test_bad_inputs_after_a_warm_cache_still_get_their_one_line_error(stand_ins, op):
-    x = checks.random_tensor((48, 64), torch.float16, DEVICE)
+def _tile_call(op, x, device):
     if op == "scale_copy":
-        out = torch.empty_like(x)
-        call = lambda a, o: scale_copy.scale_copy(a, 0.5, out=o)  # noqa: E731
-    else:
-        out = torch.empty(48, dtype=torch.float32, device=DEVICE)
-        call = lambda a, o: row_sum.row_sum(a, out=o)  # noqa: E731
-    bad = _bad_tile_inputs(x, out)
+        return torch.empty_like(x), lambda a, o: scale_copy.scale_copy(a, 0.5, out=o)
+    return torch.empty(x.shape[0], dtype=torch.float32, device=device), lambda a, o: row_sum.row_sum(a, out=o)
+
+
+def _expect_each_refused(call, x, out, bad):
     for _ in range(2):                      # the valid calls warm the cache; the bad ones still fail
         call(x, out)
         call(x, None)
@@ -116,12 +118,22 @@ def test_bad_inputs_after_a_warm_cache_still_get_their_one_line_error(stand_ins,
             with pytest.raises((TypeError, ValueError), match=message) as err:
                 call(bad_x, bad_out)
             assert "\n" not in str(err.value), "one line"
+            assert err.value.__suppress_context__ or err.value.__context__ is None, "the op's line alone"
+
+
+@pytest.mark.parametrize("op", ["scale_copy", "row_sum"])
+def test_bad_inputs_after_a_warm_cache_still_get_their_one_line_error(stand_ins, op):
+    x = checks.random_tensor((48, 64), torch.float16, "cpu")
+    out, call = _tile_call(op, x, "cpu")
+    _expect_each_refused(call, x, out, _bad_tile_inputs(x, out, "cpu", "meta"))
 
 
 @pytest.mark.parametrize("module", [scale_copy, row_sum], ids=["scale_copy", "row_sum"])
-def test_inputs_that_differ_in_any_checked_attribute_have_different_keys(module):
+def test_emulated_keys_differ_in_every_checked_attribute(module):
+    """Where kernels are emulated nothing checks their arguments: the key holds every attribute
+    the checks read."""
     x = checks.random_tensor((16, 16), torch.float16, "cpu")
-    m = runtime.mode()
+    m = runtime.Mode("emulated", "sm_90a", None, True, "no GPU")
     key = module._call_key(x, None, m, {})
     variants = {
         "dtype": x.float(), "device": x.to("meta"), "ndim": x[None], "shape": x[:8],
@@ -137,14 +149,96 @@ def test_inputs_that_differ_in_any_checked_attribute_have_different_keys(module)
     assert module._call_key(x, None, m, {"threads": 256}) != key, "tile knobs"
 
 
+# In GPU mode the key is what picks the kernel, and the compiled kernel's own argument checks
+# refuse the rest; on a CPU machine a stand-in that checks its arguments as TileLang's generated
+# host code does (dtype, dimensions, N, rows against out, strides, device) plays the kernel.
+
+class _FakeGPUMode(runtime.Mode):
+    @property
+    def device(self):           # the stand-in's "GPU" takes CPU tensors
+        return "cpu"
+
+
+def _checking_stand_in(N, dtype, outputs):
+    def check(name, t, shape, want_dtype):
+        if t.dtype != want_dtype:
+            raise RuntimeError(f"kernel input {name} dtype mismatch, expected {want_dtype}")
+        if t.dim() != len(shape) or any(w is not None and h != w for h, w in zip(t.shape, shape)):
+            raise RuntimeError(f"kernel input {name} shape violates packed ABI constraint")
+        if not t.is_contiguous():
+            raise RuntimeError(f"kernel input {name} strides violates packed ABI constraint")
+        if t.device.type != "cpu":
+            raise RuntimeError(f"kernel input {name} device_type mismatch")
+
+    def kernel(x, y, *scalars):
+        check("X", x, (None, N), dtype)
+        check("Y", y, (x.shape[0], N)[:outputs], dtype if outputs == 2 else torch.float32)
+        y.copy_(x.float() * scalars[0] if scalars else x.float().sum(1))
+    return kernel
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    mode = _FakeGPUMode("gpu", "sm_90a", "a stand-in GPU", True)
+    monkeypatch.setattr(runtime, "mode", lambda: mode)
+    monkeypatch.setattr(runtime, "launcher", lambda kernel: kernel)
+    monkeypatch.setattr(runtime, "checks_its_arguments", lambda kernel: getattr(kernel, "checks", False))
+
+    def builder(outputs):
+        def build(N, dtype="float16", **kw):
+            k = _checking_stand_in(N, getattr(torch, dtype), outputs)
+            k.checks = True
+            return k
+        return build
+    monkeypatch.setattr(scale_copy, "build_scale_copy", builder(2))
+    monkeypatch.setattr(row_sum, "build_row_sum", builder(1))
+    return mode
+
+
+@pytest.mark.parametrize("op", ["scale_copy", "row_sum"])
+def test_gpu_mode_bad_inputs_are_refused_by_the_kernel_and_named_by_the_op(fake_gpu, op, monkeypatch):
+    module = scale_copy if op == "scale_copy" else row_sum
+    calls = _spy_checks(monkeypatch, module)
+    x = checks.random_tensor((48, 64), torch.float16, "cpu")
+    out, call = _tile_call(op, x, "cpu")
+    call(x, out)
+    call(x, out)
+    assert len(calls) == 1, "a repeat call skips the op's checks"
+    _expect_each_refused(call, x, out, _bad_tile_inputs(x, out, "cpu", "meta"))
+
+
+def test_gpu_mode_keys_pick_the_kernel(fake_gpu):
+    x = checks.random_tensor((16, 64), torch.float16, "cpu")
+    key = scale_copy._call_key(x, None, fake_gpu, {})
+    assert scale_copy._call_key(x[:3], None, fake_gpu, {}) == key, "any number of rows: one kernel"
+    for what, other in {"dtype": x.float(), "N": x[:, :32], "ndim": x[None]}.items():
+        assert scale_copy._call_key(other, None, fake_gpu, {}) != key, what
+    assert scale_copy._call_key(x, x, fake_gpu, {}) != key, "out given or not"
+    assert scale_copy._call_key(x, None, fake_gpu, {"threads": 256}) != key, "tile knobs"
+
+
+def test_gpu_mode_a_launcher_that_checks_nothing_gets_the_checks_every_call(fake_gpu, monkeypatch):
+    monkeypatch.setattr(runtime, "checks_its_arguments", lambda kernel: False)
+    calls = _spy_checks(monkeypatch, scale_copy)
+    x = checks.random_tensor((8, 64), torch.float16, "cpu")
+    for _ in range(3):
+        scale_copy.scale_copy(x, 0.5)
+    with pytest.raises(ValueError, match="x must be contiguous"):
+        scale_copy.scale_copy(torch.empty(64, 8, dtype=torch.float16).t(), 0.5)
+    assert len(calls) == 4
+
+
 @pytest.mark.gpu
-def test_gpu_cpu_tensors_after_a_warm_cache_are_refused(stand_ins):
-    x = checks.random_tensor((48, 64), torch.float16, "cuda")
-    scale_copy.scale_copy(x, 0.5)
-    row_sum.row_sum(x)
-    for call in (lambda a: scale_copy.scale_copy(a, 0.5), lambda a: row_sum.row_sum(a)):
-        with pytest.raises(ValueError, match="x must be on a cuda device"):
-            call(x.cpu())
+@pytest.mark.parametrize("op", ["scale_copy", "row_sum"])
+def test_gpu_bad_inputs_after_a_warm_cache_are_named_with_the_real_kernel(op):
+    """The compiled kernel (N = 4096, fp16: the benchmarks' build) refuses each bad argument
+    itself and the op names it in one line."""
+    x = checks.random_tensor((48, 4096), torch.float16, "cuda")
+    out, call = _tile_call(op, x, "cuda")
+    bad = [b for b in _bad_tile_inputs(x, out, "cuda", "cpu") if "int32" not in b[0] or op == "row_sum"]
+    _expect_each_refused(call, x, out, bad)
+    checks.assert_close(call(x, None), scale_copy.scale_copy_reference(x, 0.5) if op == "scale_copy"
+                        else row_sum.row_sum_reference(x), tolerance=checks.TOLERANCE["float16"])
 
 
 def _per_call_us(fn, calls=2000, loops=7):
@@ -157,17 +251,16 @@ def _per_call_us(fn, calls=2000, loops=7):
     return best
 
 
-def test_the_fast_path_costs_less_than_the_checks_it_skips(monkeypatch):
-    """With the kernel call a no-op, the op's whole call (mode, key, lookup, launch) costs less than
-    its full checks alone, which it used to run on every call (on this project's 2-core CPU: 1.1
-    against 2.5 us)."""
-    x = checks.random_tensor((48, 64), torch.float16, DEVICE)
+def test_the_fast_path_costs_less_than_the_checks_it_skips(stand_ins, monkeypatch):
+    """With the kernel call a no-op, the op's whole call (mode, key, lookup, launch; emulated
+    mode's key, the longer one) costs less than its full checks alone, which it used to run on
+    every call (on this project's 2-core CPU: 1.1 against 2.5 us)."""
+    x = checks.random_tensor((48, 64), torch.float16, "cpu")
     y = torch.empty_like(x)
-    monkeypatch.setattr(scale_copy, "build_scale_copy", lambda N, **kw: None)
-    monkeypatch.setattr(runtime, "launcher", lambda kernel: lambda *args: None)
+    monkeypatch.setattr(scale_copy, "build_scale_copy", lambda N, **kw: lambda *args: None)
     scale_copy.scale_copy(x, 0.5, out=y)
     fast = _per_call_us(lambda: scale_copy.scale_copy(x, 0.5, out=y))
-    full = _per_call_us(lambda: scale_copy._check(x, y, DEVICE))
+    full = _per_call_us(lambda: scale_copy._check(x, y, "cpu"))
     assert fast < 0.8 * full, f"the fast path costs {fast:.2f} us, the checks it skips {full:.2f} us"
 
 
@@ -175,24 +268,42 @@ def test_the_fast_path_costs_less_than_the_checks_it_skips(monkeypatch):
 # MLADecodePlan.run
 # ------------------------------------------------------------------------------------------------
 
-@pytest.fixture
-def mla_plan(monkeypatch):
-    """A plan (h_q 16, two sequences) whose kernel is the fp32 reference on the views run passes."""
-    from tilelang_tutorial.lessons.mla import op
+def _mla_stand_in(launched, checks_arguments):
+    """The fp32 reference on the views run passes; with ``checks_arguments``, first the checks
+    TileLang's generated host code makes (dtype, dimensions, strides, device type)."""
     from tilelang_tutorial.lessons.mla.common import DIM_NOPE, DIM_PE, PAGE_SIZE
-    from tilelang_tutorial.lessons.mla.reference import make_paged_inputs, mla_decode_reference
-
-    launched = []
+    from tilelang_tutorial.lessons.mla.reference import mla_decode_reference
 
     def kernel(q_nope, q_pe, kv, pe, block_table, seqlens, lse, o_partial, out):
+        if checks_arguments:
+            half, i32 = torch.float16, torch.int32
+            for name, t, dtype, ndim in (("Q", q_nope, half, 3), ("Q_pe", q_pe, half, 3), ("KV", kv, half, 2),
+                                         ("K_pe", pe, half, 2), ("block_table", block_table, i32, 2),
+                                         ("cache_seqlens", seqlens, i32, 1), ("Output", out, half, 3)):
+                if t.dtype != dtype or t.dim() != ndim or not t.is_contiguous() or t.device != lse.device:
+                    raise RuntimeError(f"kernel mla_decode_kernel input {name} violates packed ABI constraint")
         launched.append((kv, pe))
         out.copy_(mla_decode_reference(q_nope, q_pe, kv.view(-1, PAGE_SIZE, 1, DIM_NOPE),
                                        pe.view(-1, PAGE_SIZE, 1, DIM_PE), block_table, seqlens))
+    kernel.checks = checks_arguments
+    return kernel
 
+
+@pytest.fixture(params=["emulated", "kernel checks"])
+def mla_plan(request, monkeypatch):
+    """A plan (h_q 16, two sequences) whose kernel is a stand-in: the emulator's path (run checks
+    everything itself) and the GPU's (a kernel that checks its own arguments)."""
+    from tilelang_tutorial.lessons.mla import op
+    from tilelang_tutorial.lessons.mla.reference import make_paged_inputs
+
+    launched = []
+    kernel = _mla_stand_in(launched, request.param == "kernel checks")
     monkeypatch.setattr(op, "build_mla_decode", lambda *a, **kw: kernel)
+    monkeypatch.setattr(runtime, "launcher", lambda k: k)
+    monkeypatch.setattr(runtime, "checks_its_arguments", lambda k: getattr(k, "checks", False))
     x = make_paged_inputs(2, 16, [70, 130], device=DEVICE, seed=5)
     the_plan = op.plan(**x)
-    the_plan._launch = kernel
+    assert the_plan._kernel_checks == (request.param == "kernel checks")
     return the_plan, x, launched
 
 
@@ -238,7 +349,8 @@ def test_mla_run_after_a_warm_plan_still_rejects_each_bad_input(mla_plan):
             with pytest.raises((TypeError, ValueError), match=message) as err:
                 the_plan.run(**dict(x, **change), out=bad_out)
             assert "\n" not in str(err.value), "one line"
-    assert len(launched) == 2, "no bad input reached the kernel"
+            assert err.value.__suppress_context__ or err.value.__context__ is None, "the plan's line alone"
+    assert len(launched) == 2, "no bad input ran the kernel"
 
 
 def test_mla_run_reuses_the_views_of_the_same_caches_only(mla_plan):
@@ -281,3 +393,22 @@ def test_gpu_mla_run_refuses_cpu_tensors_after_a_warm_plan(mla_plan):
     for name in ("q_nope", "kv_cache", "block_table", "cache_seqlens"):
         with pytest.raises(ValueError, match=f"got {name} on cpu"):
             the_plan.run(**dict(x, **{name: x[name].cpu()}))
+
+
+@pytest.mark.gpu
+def test_gpu_a_real_plan_names_each_bad_input_the_kernel_refuses():
+    """The compiled kernel (h_q 128, split, auto: notebook 04's build) refuses each bad argument
+    itself after the plan's shape comparison passes, and run names it in one line."""
+    from tilelang_tutorial.lessons.mla import op
+    from tilelang_tutorial.lessons.mla.reference import make_paged_inputs
+
+    x = make_paged_inputs(2, 128, [70, 130], device="cuda", seed=7)
+    the_plan = op.plan(**x, num_split=2, schedule="auto")
+    assert the_plan._kernel_checks
+    for _ in range(2):
+        _check_mla(the_plan.run(**x), x)
+        for message, change, bad_out in _bad_mla_inputs(x, the_plan):
+            with pytest.raises((TypeError, ValueError), match=message) as err:
+                the_plan.run(**dict(x, **change), out=bad_out)
+            assert "\n" not in str(err.value), "one line"
+            assert err.value.__suppress_context__ or err.value.__context__ is None, "the plan's line alone"

@@ -132,3 +132,14 @@ def check_tensor(t, name: str, *, dtype=None, device_type: str | None = "cuda", 
                 raise ValueError(f"{name} has shape {tuple(t.shape)}; dimension {i} must be {want}")
     if contiguous and not t.is_contiguous():
         raise ValueError(f"{name} must be contiguous (got strides {t.stride()}); call .contiguous() first")
+
+
+def first_problem(check, *args, **kwargs):
+    """The ``TypeError``/``ValueError`` that ``check(*args, **kwargs)`` raises, or None: for an op
+    whose compiled kernel refused an argument, so that the op's own checks name the problem in
+    one line (``raise problem from None``) instead of the kernel's message."""
+    try:
+        check(*args, **kwargs)
+    except (TypeError, ValueError) as problem:
+        return problem
+    return None

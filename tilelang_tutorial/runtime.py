@@ -420,6 +420,16 @@ def launcher(kernel):
     return functools.partial(emulate.run, kernel)
 
 
+def checks_its_arguments(kernel) -> bool:
+    """True where calling ``kernel`` checks every tensor argument before it launches: a kernel
+    TileLang compiled with its default ``tvm_ffi`` backend, whose generated host code asserts each
+    tensor's dtype, number of dimensions, every dimension (static ones against their values,
+    dynamic ones against each other), strides, device type and device id, and raises naming the
+    argument. False for a program, an :class:`UncompiledKernel` or any other callable (the
+    emulator checks none of these). Ops use it to skip their own per-call checks on the GPU."""
+    return _launchable(type(kernel)) and getattr(kernel, "execution_backend", None) == "tvm_ffi"
+
+
 @functools.lru_cache(maxsize=64)
 def _launchable(kind: type) -> bool:
     """A compiled kernel (TileLang's JITKernel and alike) rather than a program or an

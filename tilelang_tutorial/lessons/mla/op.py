@@ -11,7 +11,7 @@ import functools
 import math
 import threading
 
-from ... import runtime
+from ... import checks, runtime
 from . import auto, seesaw, ws
 from .common import DEFAULT_SM_COUNT, DIM_NOPE, DIM_PE, MAX_SPLIT, PAGE_SIZE, \
     SUPPORTED_HEADS, choose_num_split, default_softmax_scale
@@ -242,11 +242,20 @@ class MLADecodePlan:
         self.out = torch.empty(batch, h_q, DIM_NOPE, dtype=dtype, device=self.device)
         self._launch = runtime.launcher(self.kernel)   # GPU launch, or the emulator: decided once
         self.device = self.out.device                  # with its index ("cuda" alone has none)
-        # What run() compares in one step, in its arguments' order: every input's shape, dtype,
-        # device and contiguity as this plan needs them (_check says which one differs).
-        self._expected = (tuple(torch.Size(w) for w in self._shapes().values())
-                          + (dtype,) * 4 + (torch.int32,) * 2 + (self.device,) * 6 + (True,) * 6)
-        self._expected_out = (torch.Size(self._shapes()["q_nope"]), dtype, self.device, True)
+        # What run() compares in one step, in its arguments' order. Where the launcher is a
+        # compiled kernel that checks its own arguments (GPU mode: TileLang's generated host code
+        # asserts each tensor's dtype, dimensions, strides, device type and id), the inputs'
+        # shapes, which also carry what the kernel cannot know (the plan's pages and table width);
+        # an argument the kernel refuses is then named by _check. In the emulator, which checks
+        # nothing, every input's shape, dtype, device and contiguity.
+        self._kernel_checks = self._launch is self.kernel and runtime.checks_its_arguments(self.kernel)
+        shapes = tuple(torch.Size(w) for w in self._shapes().values())
+        out_shape = torch.Size(self._shapes()["q_nope"])
+        if self._kernel_checks:
+            self._expected, self._expected_out = shapes, out_shape
+        else:
+            self._expected = shapes + (dtype,) * 4 + (torch.int32,) * 2 + (self.device,) * 6 + (True,) * 6
+            self._expected_out = (out_shape, dtype, self.device, True)
         # The 2-D views of the caches the kernel takes, kept for the cache tensors last run on:
         # [(weak reference to the tensor, its data pointer, its view)] for kv_cache and pe_cache.
         self._flat = [None, None]
@@ -302,35 +311,47 @@ class MLADecodePlan:
         """Decode attention for inputs of the planned shape; returns the output (the plan's own
         buffer unless ``out`` is given, so a later run overwrites it).
 
-        The inputs are checked in one comparison of their shapes, dtypes, devices and contiguity
-        against the plan's; where it differs, :meth:`_check` names the problem. The caches' 2-D
-        views are made once per cache tensor: reused only for the same tensor object at the same
-        data pointer, which with the shape, dtype, device and contiguity just checked is the same
-        view (an object whose storage was replaced gets a new one)."""
+        The inputs are checked in one comparison against the plan's (on the GPU their shapes, the
+        compiled kernel checking the rest itself; in the emulator their shapes, dtypes, devices and
+        contiguity); where it differs, or the kernel refuses an argument, :meth:`_check` names the
+        problem in one line. The caches' 2-D views are made once per cache tensor: reused only
+        for the same tensor object at the same data pointer, which with the shape, dtype, device
+        and contiguity checked is the same view (an object whose storage was replaced gets a new
+        one)."""
         own = out is None
         if own:
             out = self.out
         try:
-            ok = (q_nope.shape, q_pe.shape, kv_cache.shape, pe_cache.shape, block_table.shape, cache_seqlens.shape,
-                  q_nope.dtype, q_pe.dtype, kv_cache.dtype, pe_cache.dtype, block_table.dtype, cache_seqlens.dtype,
-                  q_nope.device, q_pe.device, kv_cache.device, pe_cache.device, block_table.device,
-                  cache_seqlens.device, q_nope.is_contiguous(), q_pe.is_contiguous(), kv_cache.is_contiguous(),
-                  pe_cache.is_contiguous(), block_table.is_contiguous(), cache_seqlens.is_contiguous()
-                  ) == self._expected
-            if ok and not own:
-                ok = (out.shape, out.dtype, out.device, out.is_contiguous()) == self._expected_out
+            if self._kernel_checks:
+                ok = (q_nope.shape, q_pe.shape, kv_cache.shape, pe_cache.shape, block_table.shape, cache_seqlens.shape
+                      ) == self._expected and (own or out.shape == self._expected_out)
+            else:
+                ok = (q_nope.shape, q_pe.shape, kv_cache.shape, pe_cache.shape, block_table.shape,
+                      cache_seqlens.shape, q_nope.dtype, q_pe.dtype, kv_cache.dtype, pe_cache.dtype,
+                      block_table.dtype, cache_seqlens.dtype, q_nope.device, q_pe.device, kv_cache.device,
+                      pe_cache.device, block_table.device, cache_seqlens.device, q_nope.is_contiguous(),
+                      q_pe.is_contiguous(), kv_cache.is_contiguous(), pe_cache.is_contiguous(),
+                      block_table.is_contiguous(), cache_seqlens.is_contiguous()) == self._expected and (
+                    own or (out.shape, out.dtype, out.device, out.is_contiguous()) == self._expected_out)
         except AttributeError:      # not a tensor: _check names it
             ok = False
         if not ok:
             self._check(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, None if own else out)
-        flat = self._flat
-        kv = flat[0]
-        if kv is None or kv[0]() is not kv_cache or kv[1] != kv_cache.data_ptr():
-            kv = (None, None, self._flat_view(0, kv_cache, DIM_NOPE))
-        pe = flat[1]
-        if pe is None or pe[0]() is not pe_cache or pe[1] != pe_cache.data_ptr():
-            pe = (None, None, self._flat_view(1, pe_cache, DIM_PE))
-        self._launch(q_nope, q_pe, kv[2], pe[2], block_table, cache_seqlens, self.lse, self.o_partial, out)
+        try:
+            flat = self._flat
+            kv = flat[0]
+            if kv is None or kv[0]() is not kv_cache or kv[1] != kv_cache.data_ptr():
+                kv = (None, None, self._flat_view(0, kv_cache, DIM_NOPE))
+            pe = flat[1]
+            if pe is None or pe[0]() is not pe_cache or pe[1] != pe_cache.data_ptr():
+                pe = (None, None, self._flat_view(1, pe_cache, DIM_PE))
+            self._launch(q_nope, q_pe, kv[2], pe[2], block_table, cache_seqlens, self.lse, self.o_partial, out)
+        except Exception:           # the kernel (or a view) refused an argument: name it in one line
+            problem = checks.first_problem(self._check, q_nope, q_pe, kv_cache, pe_cache, block_table,
+                                           cache_seqlens, None if own else out)
+            if problem is None:
+                raise
+            raise problem from None
         return out
 
 

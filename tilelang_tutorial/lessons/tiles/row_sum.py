@@ -63,21 +63,31 @@ def row_sum_reference(x):
     return x.double().sum(dim=1)
 
 
-#: The op's fast path: ``{key: (builder, launcher)}`` for every combination of inputs that passed
-#: the full checks (:func:`_call_key` says what a key holds), with the compiled kernel's launcher
-#: (:func:`runtime.launcher`: the kernel itself on the GPU, the emulator otherwise). Bounded:
-#: cleared when it reaches _FAST_MAX entries.
+#: The op's fast path: ``{key: (builder, launcher, trusted)}`` for every combination of inputs
+#: that passed the full checks (:func:`_call_key` says what a key holds), with the compiled
+#: kernel's launcher (:func:`runtime.launcher`: the kernel itself on the GPU, the emulator
+#: otherwise); ``trusted``: a later call with the key may skip the checks. Bounded: cleared when it
+#: reaches _FAST_MAX entries.
 _FAST: dict = {}
 _FAST_MAX = 1024
 
 
 def _call_key(x, out, m, config):
-    """Everything the checks and the build depend on, read cheaply: each tensor's type, shape,
-    dtype, device and contiguity, the mode (where kernels run, the architecture) and the tile
-    knobs. Two calls with one key pass or fail the same checks and run the same kernel."""
+    """What the checks and the build depend on, read cheaply.
+
+    In GPU mode the launcher is the compiled kernel, whose generated host code checks every
+    tensor argument itself before it launches (dtype, number of dimensions, each dimension against
+    N and against x's rows, strides, device type and device id): the key is what picks the kernel
+    (x's dtype, its shape past the rows, whether ``out`` is given, the architecture, the knobs), and
+    an argument the kernel refuses is then named by :func:`_check`. In the emulator nothing checks
+    the arguments: the key holds every attribute :func:`_check` reads (each tensor's type, shape,
+    dtype, device and contiguity), so two calls with one key pass or fail the same checks."""
+    knobs = tuple(config.items()) if config else ()
+    if m.name == "gpu":
+        return (x.shape[1:], x.dtype, out is None, m.arch, knobs)
     return (type(x), x.shape, x.dtype, x.device, x.is_contiguous(),
             None if out is None else (type(out), out.shape, out.dtype, out.device, out.is_contiguous()),
-            m.name, m.arch, tuple(config.items()) if config else ())
+            m.name, m.arch, knobs)
 
 
 def _check(x, out, device: str) -> None:
@@ -95,10 +105,9 @@ def _check(x, out, device: str) -> None:
 def row_sum(x, *, out=None, **config):
     """fp32 row sums of a contiguous 2-D fp16/bf16/fp32 tensor (GPU, or the emulator on the CPU).
 
-    The checks and the build lookup run once per combination of shapes, dtypes, devices,
-    contiguity, mode and tile knobs (:func:`_call_key`); a later call with the same combination
-    looks up its launcher in one dict and launches (issue 24: the op's host cost at the bare
-    kernel call's)."""
+    The checks and the build lookup run once per key (:func:`_call_key`); a later call with the
+    key looks up its launcher in one dict and launches (issue 24: the op's host cost at the bare
+    kernel call's). Bad input gets one line naming the problem either way."""
     m = runtime.mode()
     try:
         key = _call_key(x, out, m, config)
@@ -108,11 +117,21 @@ def row_sum(x, *, out=None, **config):
     if fast is None or fast[0] is not build_row_sum:   # first call with this key (or a new builder)
         _check(x, out, m.device)
         kernel = build_row_sum(x.shape[1], dtype=str(x.dtype).replace("torch.", ""), **config)
-        fast = (build_row_sum, runtime.launcher(kernel))
+        launch = runtime.launcher(kernel)
+        trusted = m.name != "gpu" or (launch is kernel and runtime.checks_its_arguments(kernel))
+        fast = (build_row_sum, launch, trusted)
         if key is not None:
             if len(_FAST) >= _FAST_MAX:
                 _FAST.clear()
             _FAST[key] = fast
+    elif not fast[2]:       # a GPU-mode key, and a launcher that does not check its arguments
+        _check(x, out, m.device)
     s = torch.empty(x.shape[0], dtype=torch.float32, device=x.device) if out is None else out
-    fast[1](x, s)
+    try:
+        fast[1](x, s)
+    except Exception:
+        problem = checks.first_problem(_check, x, out, m.device)   # the argument the kernel refused
+        if problem is None:
+            raise
+        raise problem from None
     return s

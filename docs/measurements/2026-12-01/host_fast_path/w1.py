@@ -1,4 +1,6 @@
-"""Device window 1 (helper `host`, issue 24 goal 1): where the per-call host time of scale_copy,
+"""Device window 1 (helper `host`, issue 24 goal 1; ran against commit 8a6c9bd, whose plan.run
+compared every input's shape, dtype, device and contiguity -- the "variant" below is what
+plan.run does on the GPU since): where the per-call host time of scale_copy,
 row_sum and MLADecodePlan.run goes on the H200's host, with CUDA tensors.
 
 1. host-only costs of the attribute reads the fast paths make (no kernel, no sync);
