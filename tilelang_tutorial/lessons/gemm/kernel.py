@@ -182,14 +182,7 @@ def clear_plans() -> None:
     _PLANS.clear()
 
 
-def _plan_key(a, b, out, config, program):
-    # get_device() (an int: the CUDA index, -1 on the CPU) is cheaper than .device (a new object);
-    # the device *type* is checked by the plan's validation against the run mode, which is keyed
-    if out is None:
-        return (a.shape, b.shape, a.dtype, b.dtype, a.get_device(), b.get_device(), config, program,
-                runtime._run_key())
-    return (a.shape, b.shape, a.dtype, b.dtype, a.get_device(), b.get_device(), out.shape, out.dtype,
-            out.get_device(), config, program, runtime._run_key())
+_run_key = runtime._run_key      # what decides where kernels run (the run mode), read cheaply
 
 
 def _plan(a, b, config, out, program):
@@ -271,8 +264,16 @@ def gemm_relu(a, b, config: GemmConfig | None = None, *, out=None, program=None)
     chooses and builds; later calls reuse that plan after re-checking only what the key does not
     fix (contiguity, 16-byte alignment of the data).
     """
+    # The key. get_device() (an int: the CUDA index, -1 on the CPU) is cheaper than .device (a new
+    # object); the device *type* is checked by the plan's validation against the run mode, which is
+    # in the key.
     try:
-        key = _plan_key(a, b, out, config, program)
+        if out is None:
+            key = (a.shape, b.shape, a.dtype, b.dtype, a.get_device(), b.get_device(), config, program,
+                   _run_key())
+        else:
+            key = (a.shape, b.shape, a.dtype, b.dtype, a.get_device(), b.get_device(), out.shape, out.dtype,
+                   out.get_device(), config, program, _run_key())
         plan = _PLANS.get(key)
     except (AttributeError, TypeError):             # not tensors, or an unhashable argument
         key = plan = None
