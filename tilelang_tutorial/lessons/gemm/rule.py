@@ -228,7 +228,8 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16") -> GemmChoic
     * M = 1 and N >= 4096: the GEMV kernel (N / 32 >= 128 blocks; no tensor-core tile of 64 rows).
     * M <= 64: one row of 64-row blocks. N / 64 >= 100 blocks: 64-wide tiles, or for a large B
       (N x K >= 40 M elements) with M <= 32, 128-wide tiles with K split 2; N / 64 >= 48: 64-wide
-      tiles (32-wide, deeper in K, at M > 32 when that still gives at most 160 blocks); fewer
+      tiles (128 deep in K up to 16 rows; 32-wide, 256 deep, at M > 32 when that still gives at
+      most 160 blocks); fewer
       blocks and K >= 4096: 64-wide tiles with K split 2 or 4 (about 128 blocks); otherwise the
       64-wide tile as it is.
     * 64 < M <= 128: a 128 x 64 tile where N / 64 >= 100; else two rows of 64 x 64 (or 64 x 32)
@@ -250,6 +251,8 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16") -> GemmChoic
         if n64 >= 48:
             if M > 32 and math.ceil(N / 32) <= 160:
                 return _pick("m64n32k256s4", tiles["m64n32k256s4"], 1, M, N, "32-wide tiles, 256 deep in K")
+            if M <= 16:
+                return _pick("m64n64k128s4", tiles["m64n64k128s4"], 1, M, N, "64-wide tiles, 128 deep in K")
             return _pick("m64n64k64s8", tiles["m64n64k64s8"], 1, M, N, "64-wide tiles")
         if K >= SPLIT_MIN_K:
             split = 4 if n64 <= 40 else 2
