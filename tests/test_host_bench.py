@@ -69,7 +69,7 @@ def test_rmsnorm_host_covers_the_goal_grid_and_both_paths():
     pts = host_bench.points()
     assert {M for M, _ in pts} == {1, 2048, 16384}
     assert {C for _, C in pts} == {96, 160, 320, 640, 1024, 4096, 8192} and len(pts) == 21
-    assert dispatch.which_path(96) == "triton" and dispatch.which_path(320) == "tilelang"
+    assert dispatch.which_path(192) == "triton" and dispatch.which_path(320) == "tilelang"
     triton = {"kernel": "fused_rmsnorm_silu", "shape": {"M": 1, "C": 96}, "dtype": "float16",
               "config": {"path": "triton", "triton_config": {"BLOCK_C": 128, "ROWS": 16, "num_warps": 4}}}
     names = _names("rmsnorm_host", triton)

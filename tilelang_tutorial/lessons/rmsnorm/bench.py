@@ -198,7 +198,6 @@ def run(quick: bool = False) -> results.Run:
     prov = results.provenance(COMMAND + (" --quick" if quick else ""))
     widths = (96, 160, 256, 640) if quick else WIDTHS
     dtypes = ("float16",) if quick else DTYPES
-    W.table.cache_clear()
     kernels = compile_many([(C, dt, W.config_for(C, dt)) for dt in dtypes for C in widths]
                            + ([] if quick else [(C, "float16", "naive") for C in NAIVE_WIDTHS]
                               + [(C, "float16", "two_pass") for C in TWO_PASS_WIDTHS]
@@ -262,7 +261,7 @@ def run(quick: bool = False) -> results.Run:
                     peers["liger"] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
             rec = results.make_record(
                 suite=SUITE, kernel="rmsnorm_silu", nbytes=nbytes,
-                config={"C": C, "kernel_config": cfg.as_dict(), "config_source": W.source(C),
+                config={"C": C, "kernel_config": cfg.as_dict(), "config_source": "rule",
                         "dispatch_path": which_path(C), "regime": "bandwidth", "eps": EPS, "dynamic_m": True},
                 shape={"name": f"M={M}", "leading": [M], "M": M, "C": C},
                 dtype=dt, metric="effective bandwidth", value=gbps(nbytes, t.ms), unit="GB/s", latency_ms=t.ms,
@@ -299,7 +298,7 @@ GOALS = (
 
 
 # ---------------------------------------------------------------------------------------------
-# rmsnorm_widths: the sweep behind the width table (widths.py)
+# rmsnorm_widths, rmsnorm_widths_bf16: the op's layout at every width (widths.py)
 # ---------------------------------------------------------------------------------------------
 
 def _bandwidth_timing(fn, calls: int = 20, repeats: int = 3) -> timing.Timing:
@@ -517,7 +516,7 @@ def _latency_record(C, liger, liger_note):
         peers["liger"] = us_peer(lambda: liger(x, gamma), name=liger_note)
     rec = results.make_record(
         suite=SUITE, kernel="rmsnorm_silu", nbytes=traffic_bytes(SMALL_M, C),
-        config={"C": C, "kernel_config": W.config_for(C).as_dict(), "config_source": W.source(C),
+        config={"C": C, "kernel_config": W.config_for(C).as_dict(), "config_source": "rule",
                 "dispatch_path": which_path(C), "regime": "latency", "eps": EPS, "dynamic_m": True},
         shape={"name": f"M={SMALL_M}", "leading": [SMALL_M], "M": SMALL_M, "C": C}, dtype="float16",
         metric="latency", value=t.ms * 1e3, unit="us", latency_ms=t.ms, timing=t,

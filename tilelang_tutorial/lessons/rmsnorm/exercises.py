@@ -402,14 +402,13 @@ def _check_config(config, C, dtype, arch) -> ExerciseResult:
         unpadded = [d for d in valid if n_vec % d == 0]
         res.failed(f"group = {g} pads the row: {g} lanes x {v} vectors = {v * g} slots for {n_vec} vectors, "
                    f"{v * g - n_vec} per row ({100 * (v * g - n_vec) / (v * g):.0f}%) empty, where groups of "
-                   f"{', '.join(map(str, unpadded))} lanes divide the row (correct, but slower)")
+                   f"{', '.join(map(str, unpadded))} lanes divide the row (correct, but every empty slot is computed and thrown away)")
         if g in measured:
             best = max(measured, key=measured.get)
             res.hint(f"measured at C = {C} ({_widths_source()}): {g} lanes {measured[g]:.0f} GB/s, "
                      f"{best} lanes {measured[best]:.0f} GB/s")
         else:
-            res.hint(f"the width sweep skips layouts that leave more than a quarter of the slots empty; over the widths "
-                     f"it measured, {_padding_span()}")
+            res.hint(f"over the widths the sweep recorded (the op's layout at each), {_padding_span()}")
         return res
     res.passed(f"no padding: {g} lanes x {v} vectors = the row's {n_vec} vectors")
     note = (f"the width sweep measured {', '.join(f'{k} lanes {val:.0f} GB/s' for k, val in sorted(measured.items()))} "

@@ -7,8 +7,8 @@ that must agree):
 
 * the drop-in writing a given buffer, ``fused_rmsnorm_silu(x, gamma, out=y)``, against the bare
   call of the kernel its dispatch picks for C on the same tensors (the TileLang kernel
-  ``kernel(x2d, gamma, y2d, eps)``; for C = 96, a pre-existing fast path, the Triton kernel's
-  launch ``kernel[grid](...)``): the goal is at most 3 us above it;
+  ``kernel(x2d, gamma, y2d, eps)``; for a width registered as a pre-existing fast path, the Triton
+  kernel's launch ``kernel[grid](...)``): the goal is at most 3 us above it;
 * the drop-in as eager torch's call is made, allocating its output, ``fused_rmsnorm_silu(x,
   gamma)``, against eager torch ``F.silu(F.rms_norm(x, (C,), gamma, eps))``: the goal is at or
   below it.

@@ -17,16 +17,17 @@ between, so the goal is 16-byte vector accesses with every thread busy, at every
   the 16-byte vectors ``t, t + group, ...``; the row stays in registers between the sum of
   squares and the output, and the fp32 sum of squares is reduced across the group's lanes only.
   Where the group does not divide the row's vectors, the tile is padded and TileLang's bounds
-  checks drop the padding, so every multiple of 32 gets a group that suits it.
+  checks drop the padding, so every multiple of 32 gets a group that suits it
+  (:func:`default_config`, the rule). The SiLU's reciprocal is an approximate one and the
+  registers are capped so that 4 or 5 blocks share an SM: the IEEE division the plain ``/``
+  compiles to made the kernel issue-bound (notebook 05b counts the instructions).
 
 ``M`` is dynamic (``T.dynamic``): one compiled kernel per (C, dtype, config) serves every number of
 rows. ``eps`` is a runtime argument.
 """
 # No `from __future__ import annotations`: T.prim_func evaluates the kernel's annotations.
 import functools
-import json
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import tilelang.language as T
 from tilelang.layout import Fragment
@@ -90,17 +91,35 @@ def vectors_per_thread(C: int, group: int) -> int:
     return -(-(C // VEC) // group)
 
 
-def default_config(C: int, dtype: str = "float16") -> RMSNormSiLUConfig:
-    """The rule for a width nobody measured (the op uses the measured table, :mod:`.widths`).
+#: the most 16-byte vectors of its row a lane holds under the rule (more and the capped registers spill)
+MAX_VECTORS_PER_LANE = 5
+#: the fewest lanes per row under the rule: 4 lanes move 64 contiguous bytes of a row per load
+MIN_GROUP = 4
 
-    The smallest group that leaves each lane at most 4 vectors of its row (enough independent
-    16-byte loads in flight, few registers), 256 threads per block (or the group, when a row
-    needs more lanes than that).
+
+def default_config(C: int, dtype: str = "float16") -> RMSNormSiLUConfig:
+    """The layout the op uses at width C (both dtypes): a rule, fitted to the H200 timings of 28
+    widths from 32 to 8192 in fp16 and bf16 (``sweep rmsnorm_candidates``, the log in
+    ``measurements/`` beside this module) and recorded at every width (suites ``rmsnorm_widths``).
+
+    * group: the smallest power of two of at least ``MIN_GROUP`` lanes (half the row's vectors for
+      rows of fewer than 8) that leaves each lane at most ``MAX_VECTORS_PER_LANE`` vectors; the
+      smallest such group pads the row least;
+    * 256 threads per block (or the group, when a row needs more lanes than that);
+    * the fast sigmoid (one approximate reciprocal instead of an IEEE division);
+    * registers capped for 4 blocks per SM (64 per thread) where a lane holds 5 vectors, or 4 with
+      the row padded by less than a tenth; for 5 blocks (48 per thread) where it holds 3, or 4 with
+      more padding: more blocks in flight make up for the idle lanes of a padded last round.
     """
     check_channel_width(C)
     n_vec = C // VEC
-    group = next(g for g in valid_groups(C) + [1 << 10] if -(-n_vec // g) <= 4)
-    return RMSNormSiLUConfig(group=group, threads=max(256, group), rows_per_thread=1)
+    smallest = min(MIN_GROUP, n_vec // 2)
+    group = next(g for g in valid_groups(C) + [1 << 10] if g >= smallest and -(-n_vec // g) <= MAX_VECTORS_PER_LANE)
+    per_lane = -(-n_vec // group)
+    filled = n_vec / (per_lane * group)
+    min_blocks = 5 if per_lane == 3 or (per_lane == 4 and filled < 0.9) else 4
+    return RMSNormSiLUConfig(group=group, threads=max(256, group), rows_per_thread=1, fast_sigmoid=True,
+                             min_blocks=min_blocks)
 
 
 def check_channel_width(C: int) -> None:
@@ -232,7 +251,7 @@ def _build(C: int, dtype: str, config: RMSNormSiLUConfig, arch: str):
 
 def build_rmsnorm_silu(C: int, dtype: str = "float16", config: RMSNormSiLUConfig | None = None,
                        arch: str | None = None):
-    """Compiled kernel for (C, dtype[, config]) -- cached; every M shares it.
+    """Compiled kernel for (C, dtype[, config]) -- cached; every M shares it (default: the rule).
 
     Call as ``kernel(x2d, gamma, y2d, eps)`` with contiguous CUDA tensors (the op does this).
     """
@@ -240,27 +259,9 @@ def build_rmsnorm_silu(C: int, dtype: str = "float16", config: RMSNormSiLUConfig
     return _build(C, dtype, config or config_for(C, dtype), arch or runtime.current_arch())
 
 
-#: The layout of each width, measured (written by ``bench rmsnorm_widths``; see :mod:`.widths`).
-TABLE_FILE = Path(__file__).with_name("width_table.json")
-
-
-@functools.lru_cache(maxsize=None)
-def table() -> dict:
-    """``{C: RMSNormSiLUConfig}`` from ``width_table.json`` (empty when the sweep has not run)."""
-    if not TABLE_FILE.exists():
-        return {}
-    doc = json.loads(TABLE_FILE.read_text(encoding="utf-8"))
-    return {int(C): RMSNormSiLUConfig(group=g, threads=t) for C, (g, t) in doc["configs"].items()}
-
-
 def config_for(C: int, dtype: str = "float16") -> RMSNormSiLUConfig:
-    """The measured layout for width C, or the rule (:func:`default_config`) where none was measured."""
-    return table().get(C) or default_config(C, dtype)
-
-
-def source(C: int) -> str:
-    """'measured' or 'rule': where :func:`config_for` got width C's layout."""
-    return "measured" if C in table() else "rule"
+    """The layout the op uses for width C: the rule, :func:`default_config`."""
+    return default_config(C, dtype)
 
 
 @functools.lru_cache(maxsize=None)
@@ -387,7 +388,9 @@ def _call(calls: dict, kernel_for, x, gamma, eps, out):
     m = runtime.mode()
     try:
         key = (x.shape, x.dtype, x.device, x.is_contiguous(), gamma.shape, gamma.dtype, gamma.device,
-               gamma.is_contiguous(), None if out is None else (out.shape, out.dtype, out.device, out.is_contiguous()))
+               gamma.is_contiguous()) if out is None else (
+               x.shape, x.dtype, x.device, x.is_contiguous(), gamma.shape, gamma.dtype, gamma.device,
+               gamma.is_contiguous(), out.shape, out.dtype, out.device, out.is_contiguous())
         hit = calls.get(key)
     except (AttributeError, TypeError):      # not tensors: the full checks say what is wrong
         key = hit = None
@@ -395,7 +398,9 @@ def _call(calls: dict, kernel_for, x, gamma, eps, out):
         C = validate_rmsnorm_silu_inputs(x, gamma, out)
         if x.numel() == 0:
             how = "empty"
-        elif m.name == "gpu" and _torch.cuda.device_count() > 1:
+        elif m.name != "gpu":
+            how = "run"                       # runtime.run: the emulator on CPU tensors
+        elif _torch.cuda.device_count() > 1:
             how = "guarded"                   # launch on x's GPU, whichever is current
         else:
             how = "direct" if x.dim() == 2 else "view"
@@ -404,18 +409,18 @@ def _call(calls: dict, kernel_for, x, gamma, eps, out):
             if len(calls) >= _VALIDATED_MAX:
                 calls.clear()
             calls[key] = hit
-    elif out is not None and hit[3] != "empty" and out.data_ptr() == x.data_ptr():
+    elif out is not None and out.data_ptr() == x.data_ptr() and hit[3] != "empty":
         raise ValueError("rmsnorm_silu: out must not be x itself (in-place is not supported)")
-    mode, kernel, C, how = hit
+    _, kernel, C, how = hit
     y = _torch.empty_like(x) if out is None else out
-    if how == "direct" and mode.name == "gpu":
+    if how == "direct":
         kernel(x, gamma, y, float(eps))       # runtime.run's GPU path, without asking again
-    elif how == "empty":
-        pass
+    elif how == "view":
+        kernel(x.view(-1, C), gamma, y.view(-1, C), float(eps))
     elif how == "guarded":
         with _torch.cuda.device(x.device):
             kernel(x.view(-1, C), gamma, y.view(-1, C), float(eps))
-    else:
+    elif how == "run":
         runtime.run(kernel, x.view(-1, C), gamma, y.view(-1, C), float(eps))
     return y
 

@@ -30,14 +30,19 @@ EPS = 1e-5
 
 
 def candidates(C: int) -> list[rs.RMSNormSiLUConfig]:
-    """The layouts timed at width C: today's table entry (IEEE division) as the baseline, then the
-    fast sigmoid: with the table's group capped at 4 blocks per SM, and with the group that leaves
-    each lane at most 4 vectors (the rule's) capped at 4, 5 and 3 blocks per SM."""
-    base = rs.config_for(C)
+    """The layouts timed at width C: the op's (the rule, :func:`.kernel.default_config`), the same
+    group with the IEEE division and no register cap (the kernel before the rule), and the rule
+    with the other register cap (4 <-> 5 blocks per SM).
+
+    (Window 1 of 2026-12-01 timed, at the 28 sample widths, the then measured table's group with
+    the IEEE division, and the fast sigmoid with the table's group capped at 4 blocks per SM and
+    with the old rule's group, at most 4 vectors a lane, capped at 3, 4 and 5: the rule was fitted
+    to those figures: measurements/2026-12-01-rmsnorm_candidates.log beside this module.)"""
     rule = rs.default_config(C)
-    fast = [(base.group, base.threads, 4)] + [(rule.group, rule.threads, mb) for mb in (4, 5, 3)]
-    out = [base] + [rs.RMSNormSiLUConfig(group=g, threads=t, fast_sigmoid=True, min_blocks=mb) for g, t, mb in fast]
-    return list(dict.fromkeys(out))
+    ieee = rs.RMSNormSiLUConfig(group=rule.group, threads=rule.threads)
+    other = rs.RMSNormSiLUConfig(group=rule.group, threads=rule.threads, fast_sigmoid=True,
+                                 min_blocks=9 - rule.min_blocks)
+    return [rule, ieee, other]
 
 
 def label(cfg: rs.RMSNormSiLUConfig) -> str:

@@ -14,7 +14,7 @@ drop-in's contract. ``conv="2d"`` folds T into the batch and uses 3x3 convolutio
 
 ``norm="eager"`` uses ``F.silu(F.rms_norm(...))`` (two torch kernels, works on CPU and in fp32);
 ``norm="fused"`` uses :func:`.dispatch.fused_rmsnorm_silu` (GPU, fp16/bf16),
-which takes the Triton path for C in {96, 192, 384} and the TileLang kernel otherwise.
+which takes the Triton path for C in {192, 384} and the TileLang kernel otherwise.
 
 Shapes: a decoder for 720x1280 video runs its stages at 1/8, 1/4, 1/2 and full resolution
 (:data:`STAGES_720P`); ``stage_shape`` gives (B, T, H, W, C) for one stage, with a small frame
@@ -48,7 +48,7 @@ def eager_norm_silu(x, gamma, eps: float = 1e-5):
 
 
 def fused_norm_silu(x, gamma, eps: float = 1e-5):
-    """The drop-in (dispatch: Triton for 96/192/384, TileLang for the other multiples of 32)."""
+    """The drop-in (dispatch: Triton for 192/384, TileLang for the other multiples of 32)."""
     from .dispatch import fused_rmsnorm_silu
 
     return fused_rmsnorm_silu(x, gamma, eps=eps)
