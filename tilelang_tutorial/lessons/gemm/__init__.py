@@ -1,10 +1,12 @@
 """Lesson 02: GEMM with a fused ReLU (``notebooks/02_gemm_relu.ipynb``).
 
 Kernel :mod:`.kernel` (factory, op, reference), configurations :mod:`.configs`, exercises
-:mod:`.exercises` (transposed B, bias + GELU epilogue), benchmark suites ``gemm`` and
-``gemm_sweep`` (:mod:`.bench`), plots and the reader's kernel beside the records :mod:`.plots`,
-reading generated code :mod:`.reading`. The deep dive ``notebooks/02b_gemm_in_depth.ipynb`` also
-uses :mod:`.rule`, :mod:`.split_k` and :mod:`.blackwell`.
+:mod:`.exercises` (transposed B, bias + GELU epilogue), benchmark suites ``gemm`` (the squares),
+``gemm_rule`` (the op through its rule: random shapes drawn afresh, small M), ``gemm_sweep``,
+``gemm_rates`` (:mod:`.bench`) and ``gemm_host`` (:mod:`.host_bench`), the sweep ``gemm_small_m``
+(:mod:`.small_m_sweep`), plots and the reader's kernel beside the records :mod:`.plots`, reading
+generated code :mod:`.reading`. The deep dive ``notebooks/02b_gemm_in_depth.ipynb`` also uses
+:mod:`.rule`, :mod:`.split_k`, :mod:`.gemv` and :mod:`.blackwell`.
 """
 from ... import results
 
