@@ -862,3 +862,34 @@ def test_05b_ends_with_its_two_exercises():
     for name in checkers:
         (cell,) = [src for src in starters if f"exercises.{name}(" in src]
         assert "raise NotImplementedError" in cell and "_spec(" in cell     # spec, starter and check side by side
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_width_suite_glue_records_the_rule_with_two_timings(monkeypatch, dtype):
+    """bench.run_widths on CPU stand-ins (the GPU run is one shot): one record per width, the
+    rule's configuration, checked, cross-checked timing, the copy ceiling, rebuildable fingerprint."""
+    from tilelang_tutorial import results, timing
+    from tilelang_tutorial.lessons.rmsnorm import bench, widths
+
+    monkeypatch.setattr(runtime, "require_gpu", lambda what: None)
+    monkeypatch.setattr(timing, "measure_copy_gbps", lambda: 4000.0)
+    monkeypatch.setattr(bench, "rows_for", lambda C: 7)
+    monkeypatch.setattr(bench, "_bandwidth_timing", lambda fn: (fn(), timing.Timing(
+        ms=0.1, method="stand-in", check_ms=0.1, check_method="stand-in", regime="kernel", calls=1))[1])
+    real_random, real_poisoned = checks.random_tensor, checks.poisoned
+    monkeypatch.setattr(checks, "random_tensor", lambda shape, dt, device, **kw: real_random(shape, dt, "cpu", **kw))
+    monkeypatch.setattr(checks, "poisoned", lambda shape, dt, device: real_poisoned(shape, dt, "cpu"))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+
+    def fake_build(C, dt="float16", config=None, arch=None):
+        assert config == rs.default_config(C, dt)
+        return lambda x, gamma, y, eps: y.copy_(rs.rmsnorm_silu_reference(x, gamma, eps))
+    monkeypatch.setattr(rs, "build_rmsnorm_silu", fake_build)
+    run = bench.run_widths(quick=True, dtype=dtype)
+    assert [r["shape"]["C"] for r in run.records] == list(widths.WIDTHS[::8])
+    for rec in run.records:
+        assert rec["suite"] == (widths.SUITE if dtype == "float16" else widths.SUITE_BF16) and rec["dtype"] == dtype
+        assert rec["correctness"]["ok"] and rec["ceiling"]["value"] == 4000.0 and results.is_cross_checked(rec)
+        assert rec["config"]["rule"] and rec["config"]["fast_sigmoid"]
+        assert results.fingerprint(results._SUITES[rec["suite"]](rec)) == rec["fingerprint"]
+    assert run.goals[0]["min"] == 0.90
