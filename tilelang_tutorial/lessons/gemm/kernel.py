@@ -187,7 +187,10 @@ _run_key = runtime._run_key      # what decides where kernels run (the run mode)
 
 def _plan(a, b, config, out, program):
     """Validate (one line naming the problem, before anything compiles), choose and build: returns
-    ``launch(a, b, out) -> out`` for every call with this key (``out`` None: allocate it)."""
+    ``(launch, trusted)``: ``launch(a, b, out)`` for every call with this key (``out`` None: it
+    allocates C and returns it), and whether every kernel it launches checks its tensors' strides
+    itself (a GPU-mode ``tvm_ffi`` kernel: :func:`runtime.checks_its_arguments`), so that the op
+    need not re-check contiguity on each call."""
     import torch
 
     from . import rule, split_k
@@ -209,10 +212,14 @@ def _plan(a, b, config, out, program):
     def new_out(out):
         return torch.empty((M, N), dtype=tdt, device=dev) if out is None else out
 
+    def trusting(launch, *kernels):
+        gpu = runtime.mode().name == "gpu"
+        return launch, gpu and all(runtime.checks_its_arguments(k) for k in kernels)
+
     if M == 0 or N == 0:
-        return lambda a, b, out: new_out(out)
+        return (lambda a, b, out: new_out(out)), False
     if K == 0:
-        return lambda a, b, out: new_out(out).zero_()
+        return (lambda a, b, out: new_out(out).zero_()), False
     split = 1
     if config is None:
         choice = rule.choose(M, N, K, dtype)
@@ -221,9 +228,11 @@ def _plan(a, b, config, out, program):
         if choice.gemv and program is None:
             from . import gemv
 
-            return _launch_into(runtime.launcher(gemv.build_gemv_relu(N, K, choice.gemv, dtype)), new_out, out)
+            compiled = gemv.build_gemv_relu(N, K, choice.gemv, dtype)
+            return trusting(_launch_into(runtime.launcher(compiled), new_out, out), compiled)
     if split > 1:
-        partial, reduce = (runtime.launcher(k) for k in split_k.build_split_k(N, K, split, config, dtype))
+        pair = split_k.build_split_k(N, K, split, config, dtype)
+        partial, reduce = (runtime.launcher(k) for k in pair)
 
         def launch_split(a, b, out):
             out = new_out(out)
@@ -231,9 +240,9 @@ def _plan(a, b, config, out, program):
             partial(a, b, workspace)
             reduce(workspace, out)
             return out
-        return launch_split
-    return _launch_into(runtime.launcher(build_gemm_relu(N, K, config=config, dtype=dtype, program=program)),
-                        new_out, out)
+        return trusting(launch_split, *pair)
+    compiled = build_gemm_relu(N, K, config=config, dtype=dtype, program=program)
+    return trusting(_launch_into(runtime.launcher(compiled), new_out, out), compiled)
 
 
 def _launch_into(launch, new_out, out):
@@ -262,7 +271,8 @@ def gemm_relu(a, b, config: GemmConfig | None = None, *, out=None, program=None)
 
     The first call with a new key (shapes, dtypes, devices, output, config, factory) validates,
     chooses and builds; later calls reuse that plan after re-checking only what the key does not
-    fix (contiguity, 16-byte alignment of the data).
+    fix: 16-byte alignment of the data, and contiguity unless the plan's kernels check their
+    tensors' strides themselves (on the GPU; a refused argument then gets the op's own one line).
     """
     # The key. get_device() (an int: the CUDA index, -1 on the CPU) is cheaper than .device (a new
     # object); the device *type* is checked by the plan's validation against the run mode, which is
@@ -274,17 +284,28 @@ def gemm_relu(a, b, config: GemmConfig | None = None, *, out=None, program=None)
         else:
             key = (a.shape, b.shape, a.dtype, b.dtype, a.get_device(), b.get_device(), out.shape, out.dtype,
                    out.get_device(), config, program, _run_key())
-        plan = _PLANS.get(key)
+        entry = _PLANS.get(key)
     except (AttributeError, TypeError):             # not tensors, or an unhashable argument
-        key = plan = None
-    if (plan is None or not a.is_contiguous() or not b.is_contiguous() or a.data_ptr() % 16
-            or b.data_ptr() % 16 or (out is not None and not out.is_contiguous())):
-        plan = _plan(a, b, config, out, program)     # raises the one-line error on bad input
+        key = entry = None
+    # Per call, what the key does not fix: 16-byte aligned data (TMA), and -- unless every kernel of
+    # the plan checks its tensors' strides itself -- contiguity.
+    if entry is None or a.data_ptr() % 16 or b.data_ptr() % 16 or (
+            not entry[1] and (not a.is_contiguous() or not b.is_contiguous()
+                              or (out is not None and not out.is_contiguous()))):
+        entry = _plan(a, b, config, out, program)    # raises the one-line error on bad input
         if key is not None:
             if len(_PLANS) >= MAX_PLANS:           # a caller cycling through many shapes: start over
                 _PLANS.clear()
-            _PLANS[key] = plan
-    if out is None:
-        return plan(a, b, None)
-    plan(a, b, out)
-    return out
+            _PLANS[key] = entry
+    plan, trusted = entry
+    if not trusted:
+        if out is None:
+            return plan(a, b, None)
+        plan(a, b, out)
+        return out
+    try:
+        result = plan(a, b, out)
+    except Exception:
+        _plan(a, b, config, out, program)            # a kernel refused an argument: the op's one line
+        raise
+    return result if out is None else out

@@ -867,3 +867,25 @@ def test_02b_section_9_quotes_the_small_m_sweep_log():
     best = max((float(r[4][:-1]), name) for name, r in blocks["650x3744x8056"][1].items())
     assert best == (0.75, "tuned")
     assert all(r[-1] == "ok" for _, rows in blocks.values() for r in rows.values())
+
+
+def test_a_plan_whose_kernels_check_their_arguments_still_names_a_refused_one_in_one_line():
+    """On the GPU a plan of tvm_ffi kernels skips the op's contiguity checks (the kernel asserts the
+    strides itself); when the kernel refuses an argument the op re-validates and raises its own one
+    line; a valid input whose kernel fails for another reason gets the kernel's error unchanged."""
+    device = runtime.mode().device
+    gr.clear_plans()
+    a, b = checks.random_tensor((4, 64), torch.float16, device), checks.random_tensor((64, 32), torch.float16, device)
+    gr.gemm_relu(a, b, gr.SEED_CONFIG)
+    (key,) = gr._PLANS
+
+    def kernel_refuses(a, b, out):
+        raise RuntimeError("kernel gemm_relu_kernel input B strides[0] violates packed ABI constraint")
+    gr._PLANS[key] = (kernel_refuses, True)
+    strided = checks.random_tensor((64, 64), torch.float16, device)[:, ::2]
+    with pytest.raises(ValueError, match="b must be contiguous") as info:
+        gr.gemm_relu(a, strided, gr.SEED_CONFIG)
+    assert "\n" not in str(info.value)
+    with pytest.raises(RuntimeError, match="violates packed ABI"):
+        gr.gemm_relu(a, b, gr.SEED_CONFIG)
+    gr.clear_plans()
