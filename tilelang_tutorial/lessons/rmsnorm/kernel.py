@@ -404,7 +404,7 @@ def _call(calls: dict, kernel_for, x, gamma, eps, out):
             how = "guarded"                   # launch on x's GPU, whichever is current
         else:
             how = "direct" if x.dim() == 2 else "view"
-        hit = (m, kernel_for(C, _dtype_name(x)), C, how)
+        hit = (m, None if how == "empty" else kernel_for(C, _dtype_name(x)), C, how)
         if key is not None:
             if len(calls) >= _VALIDATED_MAX:
                 calls.clear()
