@@ -22,10 +22,11 @@ DTYPE = "float16"
 
 def measured(record):
     """What a ``tile_host`` record measured: the program the op builds for the record's width and
-    the op's Python code."""
-    factory, op = {"scale_copy": (scale_copy_mod.scale_copy_program, scale_copy_mod.scale_copy),
-                   "row_sum": (row_sum_mod.row_sum_program, row_sum_mod.row_sum)}[record["kernel"]]
-    return [factory(record["shape"]["N"], dtype=record["dtype"], **record["config"]), op]
+    the op's Python code (the op and the key it computes on every call)."""
+    kernel = record["kernel"]
+    mod = {"scale_copy": scale_copy_mod, "row_sum": row_sum_mod}[kernel]
+    factory, op = getattr(mod, f"{kernel}_program"), getattr(mod, kernel)
+    return [factory(record["shape"]["N"], dtype=record["dtype"], **record["config"]), op, mod._call_key]
 
 
 def default_config(factory) -> dict:
