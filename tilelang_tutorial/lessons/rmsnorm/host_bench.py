@@ -36,13 +36,13 @@ def measured(record):
     from . import triton_existing
 
     C, c = record["shape"]["C"], record["config"]
-    op_code = [dispatch.fused_rmsnorm_silu, dispatch.resolve]
+    op_code = [dispatch.fused_rmsnorm_silu, dispatch._route]
     if c["path"] == "triton":
         return op_code + [dispatch._triton_fn, triton_existing.rmsnorm_silu_triton, triton_existing._launch,
                           triton_existing._rmsnorm_silu_kernel.fn, f"triton config {c['triton_config']}"]
     cfg = kernel.RMSNormSiLUConfig(**c["kernel_config"])
     return [kernel.rmsnorm_silu_program(C, record["dtype"], cfg)] + op_code + [
-        kernel.rmsnorm_silu, kernel.validate_rmsnorm_silu_inputs]
+        kernel.rmsnorm_silu, kernel._call, kernel.validate_rmsnorm_silu_inputs]
 
 
 def points(quick: bool = False):
