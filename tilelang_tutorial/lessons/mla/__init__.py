@@ -24,8 +24,9 @@ def measured(record):
     program = op.program_for(s["h_q"], record["dtype"], split=c["num_split"] > 1, softmax_scale=c["softmax_scale"],
                              schedule=c["schedule"], arch=c.get("arch", "sm_90a"), num_stages=c.get("num_stages", 2))
     # records of the call a user makes also measured the op's Python code
-    host = {"plan.run": [op.MLADecodePlan.run, op.MLADecodePlan._check],
-            "mla_decode": [op.mla_decode, op.validate_inputs, op.MLADecodePlan.run, op.MLADecodePlan._check]}
+    plan_run = [op.MLADecodePlan.__init__, op.MLADecodePlan._shapes, op.MLADecodePlan._flat_view,
+                op.MLADecodePlan.run, op.MLADecodePlan._check]
+    host = {"plan.run": plan_run, "mla_decode": [op.mla_decode, op.validate_inputs, *plan_run]}
     return [program] + host.get(c.get("path"), [])
 
 
