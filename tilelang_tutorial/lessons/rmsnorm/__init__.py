@@ -9,7 +9,7 @@ exercises :mod:`.exercises`, benchmark suite ``rmsnorm`` (:mod:`.bench`).
 from ... import results
 
 NOTEBOOK = "05_rmsnorm_silu.ipynb"
-#: the optional deep dive: the fp16 sum in a kernel, the two-pass design, the width table, peers,
+#: the optional deep dive: the fp16 sum in a kernel, the two-pass design, what the division cost and the rule, peers,
 #: timing methods, a reported speed-up reconciled, tools and backends
 EXTRA_NOTEBOOKS = ("05b_rmsnorm_in_depth.ipynb",)
 #: the op's layout at every width (fp16, bf16), the op and its peers, the drop-in's host cost

@@ -187,7 +187,7 @@ def _timed_peer(fn, nbytes, **extra):
 def run(quick: bool = False) -> results.Run:
     """Records for suite ``rmsnorm`` (see the module docstring). Each record's figure is the op
     ``rmsnorm_silu(x, gamma, out=y)`` as a user calls it, with the configuration of the measured
-    width table (:mod:`.widths`)."""
+    rule (:func:`.kernel.config_for`)."""
     import torch
 
     from . import widths as W
@@ -408,7 +408,7 @@ def _print_row(rec):
 
 def _against_the_layout_kernel(kernel_name, k, C, config, reference_name, ceiling):
     """One fp16 record at M = 2^20 of a comparison kernel ``k`` (raw launch), with the layout-
-    annotated kernel of the width table (raw launch, same inputs) as its reference."""
+    annotated kernel under the rule (raw launch, same inputs) as its reference."""
     import torch
 
     from . import widths as W
