@@ -893,3 +893,22 @@ def test_width_suite_glue_records_the_rule_with_two_timings(monkeypatch, dtype):
         assert rec["config"]["rule"] and rec["config"]["fast_sigmoid"]
         assert results.fingerprint(results._SUITES[rec["suite"]](rec)) == rec["fingerprint"]
     assert run.goals[0]["min"] == 0.90
+
+
+def test_notebook_05_reads_the_recorded_width_suites():
+    """Section 6's sentence quotes the width suites' counts and slowest widths: re-recording them
+    must update it (the figures come from results/, never typed in by hand)."""
+    import json
+
+    from tilelang_tutorial import report
+
+    nb = json.loads((Path(__file__).resolve().parents[3] / "notebooks" / "05_rmsnorm_silu.ipynb").read_text())
+    text = re.sub(r"\s+", " ", " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"))
+    sweeps = {"fp16": report.records("rmsnorm_widths"), "bf16": report.records("rmsnorm_widths_bf16")}
+    assert all(sweeps.values()), "the width suites have no current records"
+    for name, sweep in sweeps.items():
+        assert f"{sum(r['ratio_to_ceiling'] >= 0.9 for r in sweep)} of the {len(sweep)} {name} widths" in text, name
+        slowest = min(sweep, key=lambda r: r["ratio_to_ceiling"])
+        assert slowest["shape"]["C"] == 32 and f"{slowest['ratio_to_ceiling']:.2f} in {name}" in text, name
+    below = sorted(r["shape"]["C"] for r in sweeps["fp16"] if r["ratio_to_ceiling"] < 0.9 and r["shape"]["C"] != 32)
+    assert f"between {below[0]} and {below[-1]}" in text
