@@ -50,6 +50,11 @@ def test_prose_reads_the_recorded_ranges():
     lo = min(ranges[("h16 (TP8)", s)][0] for s in ("ws", "seesaw"))
     hi = max(ranges[("h16 (TP8)", s)][1] for s in ("ws", "seesaw"))
     assert f"{_range_words(lo, hi)} of the copy bandwidth" in text
+    streamed = [r["value"] for r in recorded if r["config"]["label"] == "h16 (TP8)" and r["config"]["schedule"] != "auto"]
+    assert f"({min(streamed):.2f} to {max(streamed):.2f} TB/s)" in text
+    points = {(r["shape"]["batch"], r["shape"]["kv_len"]) for r in recorded if r["config"]["label"] == "h128"}
+    words = {2: "two", 4: "four", 6: "six", 8: "eight", 10: "ten", 12: "twelve"}
+    assert f"over the {words.get(len(points), len(points))} recorded batch and length points" in text
     for label in N.POINTS:      # "at every recorded point the order is seesaw, then ws, then auto"
         by_point = {}
         for r in (r for r in recorded if r["config"]["label"] == label):
