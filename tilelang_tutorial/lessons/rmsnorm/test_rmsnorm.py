@@ -912,3 +912,16 @@ def test_notebook_05_reads_the_recorded_width_suites():
         assert slowest["shape"]["C"] == 32 and f"{slowest['ratio_to_ceiling']:.2f} in {name}" in text, name
     below = sorted(r["shape"]["C"] for r in sweeps["fp16"] if r["ratio_to_ceiling"] < 0.9 and r["shape"]["C"] != 32)
     assert f"between {below[0]} and {below[-1]}" in text
+
+
+def test_the_candidate_sweep_times_distinct_layouts_and_more_at_the_missed_widths():
+    """``sweep rmsnorm_candidates`` prints one line per candidate under its label: labels must tell
+    every candidate apart (rows per thread included), and the widths the rule missed get more."""
+    from tilelang_tutorial.lessons.rmsnorm import sweep
+
+    for C in (32, 96, 1056, 6176, 8192):
+        cands = sweep.candidates(C)
+        assert cands[0] == rs.default_config(C), "the rule comes first: the summary's baseline"
+        assert len({sweep.label(c) for c in cands}) == len(cands) == len(set(cands)), [sweep.label(c) for c in cands]
+        assert len(cands) == (6 if C in sweep.MISSED_WIDTHS else 3), C
+    assert "/r2" in sweep.label(sweep.candidates(32)[3]) and "/r4" in sweep.label(sweep.candidates(32)[4])
