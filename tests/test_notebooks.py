@@ -62,3 +62,40 @@ def test_rendered_copy_matches_its_notebook(path):
         "run `python -m tilelang_tutorial render` and commit docs/rendered/")
     html = page.read_text(encoding="utf-8")
     assert html.count("jp-OutputArea-output") >= 3, "a rendered copy shows the outputs of its run"
+
+
+def test_a_markdown_edit_refreshes_the_page_and_keeps_its_outputs(tmp_path, monkeypatch):
+    """``render --markdown-only``: the edited prose replaces the page's, the outputs of the run that
+    rendered it stay, the page's stamp matches the notebook again; a code edit is refused (its
+    outputs would belong to other code) and leaves the page as it was."""
+    import nbformat
+
+    nb_dir, page_dir = tmp_path / "notebooks", tmp_path / "rendered"
+    nb_dir.mkdir()
+    monkeypatch.setattr(notebook_runs, "NOTEBOOK_DIR", nb_dir)
+    monkeypatch.setattr(notebook_runs, "RENDERED_DIR", page_dir)
+    page_dir.mkdir()
+    path = nb_dir / "99_demo.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("The kernel runs at **408 TFLOP/s**.", id="prose"),
+                nbformat.v4.new_code_cell("print(6 * 7)", id="code")]
+    nbformat.write(nb, path)
+    executed = nbformat.read(path, as_version=4)
+    executed.cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="measured on the runner: 42\n")]
+    executed.cells[1].execution_count = 1
+    executed.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}
+    page = notebook_runs.write_html(executed, notebook_runs.rendered_page(path), path)
+
+    nb.cells[0].source = "The kernel runs at **394 TFLOP/s**."
+    nbformat.write(nb, path)
+    assert notebook_runs.rendered_digest(page) != notebook_runs.source_digest(notebook_runs.source_cells(path))
+    assert notebook_runs.refresh_markdown(["99_demo"]) == 0
+    html = page.read_text(encoding="utf-8")
+    assert "394 TFLOP/s" in html and "408 TFLOP/s" not in html
+    assert "measured on the runner: 42" in html, "the outputs of the run that rendered the page stay"
+    assert notebook_runs.rendered_digest(page) == notebook_runs.source_digest(notebook_runs.source_cells(path))
+
+    nb.cells[1].source = "print(6 * 9)"
+    nbformat.write(nb, path)
+    assert notebook_runs.refresh_markdown(["99_demo"]) == 1
+    assert page.read_text(encoding="utf-8") == html, "a refused page is left as it was"

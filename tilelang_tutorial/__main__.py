@@ -7,6 +7,7 @@
     host-cost              measure the host cost per call of the runtime's layers around a tiny kernel (GPU)
     sweep NAME             explore a lesson's tuning space on a GPU (prints; nothing recorded)
     render                 execute every notebook and save the executed copies as HTML in docs/rendered/
+    render --markdown-only after a prose-only edit: refresh the pages' markdown, keep their outputs
     sync-kernels [--check] copy the package's kernels into the notebooks' kernel cells
 """
 from __future__ import annotations
@@ -233,6 +234,9 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("rest", nargs=argparse.REMAINDER)
     r = sub.add_parser("render", help="execute the notebooks and save executed copies as HTML in docs/rendered/")
     r.add_argument("notebooks", nargs="*", help="notebook names (default: all)")
+    r.add_argument("--markdown-only", action="store_true",
+                   help="no execution: replace the pages' markdown cells by the notebooks' current ones, keeping "
+                        "their outputs (refused where a code cell changed)")
     k = sub.add_parser("sync-kernels", help="copy the package's kernels into the notebooks' kernel cells")
     k.add_argument("--check", action="store_true", help="only report the cells that differ")
     args = parser.parse_args(argv)
@@ -256,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "render":
         from tilelang_tutorial import notebook_runs
 
+        if args.markdown_only:
+            return 1 if notebook_runs.refresh_markdown(args.notebooks) else 0
         return notebook_runs.render(args.notebooks)
     if args.command == "sync-kernels":
         from tilelang_tutorial import kernel_cells

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -113,6 +114,67 @@ def render(names=()) -> int:
         print(f"[ok  ] {path.name} -> {out.relative_to(REPO_ROOT)} in {time.time() - t0:.0f} s "
               f"({out.stat().st_size // 1024} KiB)", flush=True)
     return 1 if failures else 0
+
+
+#: where a cell begins in a page of nbconvert's lab template: the cell's kind and the notebook's id
+_CELL_START = re.compile(r'<div class="jp-Cell jp-(Markdown|Code|Raw)Cell[^"]*" id="cell-id=([^"]+)">')
+#: a code cell's source as the page shows it (syntax-highlighted); the prompt and outputs excluded
+_CODE_SOURCE = re.compile(r'<div class="highlight[^"]*"><pre>.*?</pre>', re.S)
+
+
+def _page_cells(page: str) -> tuple[str, list[tuple[str, str, str]], str]:
+    """A page split at its cells: (what comes before the first, [(kind, cell id, the cell's HTML)],
+    what comes after the last)."""
+    starts = list(_CELL_START.finditer(page))
+    end = page.rindex("</main>")
+    cells = [(m.group(1), m.group(2), page[m.start():(starts[i + 1].start() if i + 1 < len(starts) else end)])
+             for i, m in enumerate(starts)]
+    return page[:starts[0].start()] if starts else page[:end], cells, page[end:]
+
+
+def refresh_markdown(names=()) -> int:
+    """Bring rendered pages up to date after an edit of their notebooks' markdown cells only,
+    without executing anything: each page keeps the outputs of the run that rendered it (on the GPU
+    runner, its measurements), and its markdown cells are replaced by the current ones, rendered by
+    the same exporter. Refused for a page whose notebook changed anything else (a code cell, the
+    cells' order or number): that needs ``render``. Returns the number of pages refused."""
+    from nbconvert import HTMLExporter
+
+    refused = 0
+    for path in notebooks(names):
+        page_path = rendered_page(path)
+        if not page_path.exists():
+            print(f"[skip] {path.name}: no rendered page to refresh (run render)", flush=True)
+            refused += 1
+            continue
+        old = page_path.read_text(encoding="utf-8")
+        stamp, old_body = old.split("\n", 1) if old.startswith("<!--") else ("", old)
+        import nbformat
+
+        nb = nbformat.read(path, as_version=4)
+        # an executed notebook carries its kernel's language_info (code highlighted as ipython3)
+        nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3",
+                                         "codemirror_mode": {"name": "ipython", "version": 3}}
+        fresh_body, _ = HTMLExporter().from_notebook_node(nb)
+        head, old_cells, tail = _page_cells(old_body)
+        _, new_cells, _ = _page_cells(fresh_body)
+        why = None
+        if [(k, i) for k, i, _ in old_cells] != [(k, i) for k, i, _ in new_cells]:
+            why = "its cells were added, removed or reordered"
+        else:
+            for (kind, cell_id, seg_old), (_, _, seg_new) in zip(old_cells, new_cells):
+                if kind == "Code" and (_CODE_SOURCE.search(seg_old) or [None])[0] != (_CODE_SOURCE.search(seg_new) or [None])[0]:
+                    why = f"code cell {cell_id} changed"
+                    break
+        if why:
+            print(f"[FAIL] {path.name}: {why}; outputs would no longer match the code: run render", flush=True)
+            refused += 1
+            continue
+        changed = sum(o[2] != n[2] for o, n in zip(old_cells, new_cells) if o[0] == "Markdown")
+        body = head + "".join(n[2] if o[0] == "Markdown" else o[2] for o, n in zip(old_cells, new_cells)) + tail
+        page_path.write_text(f"<!-- {SOURCE_MARK} {source_digest(source_cells(path))} -->\n" + body, encoding="utf-8")
+        print(f"[ok  ] {path.name}: {changed} markdown cell(s) refreshed, outputs kept", flush=True)
+    return refused
 
 
 def source_cells(path: Path) -> list[tuple[str, str]]:

@@ -518,3 +518,35 @@ def test_gpu_a_plan_of_the_notebook_factory_equals_the_package_plan(num_split):
     package = op.plan(**x, num_split=num_split, schedule="auto").run(**x)
     assert torch.equal(mine, package), "the same program, compiled twice, must give the same bits"
     checks.assert_close(mine, reference.mla_decode_reference(**x), tolerance=checks.TOLERANCE["float16"])
+
+
+def _span(values, fmt: str) -> str:
+    """How notebook prose quotes a recorded range: "394–429"."""
+    return f"{min(values):{fmt}}–{max(values):{fmt}}"
+
+
+def test_notebook_04_section_8_reads_the_recorded_grid():
+    """Section 8's sentences quote the ``mla`` suite: re-recording it must update them (the figures
+    come from results/, never typed in by hand)."""
+    import json
+    from pathlib import Path
+
+    from tilelang_tutorial import report
+
+    nb = json.loads((Path(__file__).resolve().parents[3] / "notebooks" / "04_mla_decode.ipynb").read_text())
+    text = re.sub(r"\s+", " ", " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"))
+    h128 = report.records("mla", where={"config.label": "h128"})
+    assert h128, "the mla suite has no current h128 records"
+
+    def of(schedule, field):
+        return [r[field] for r in h128 if r["config"]["schedule"] == schedule]
+    assert (f"runs at {_span(of('auto', 'value'), '.0f')} TFLOP/s ({_span(of('auto', 'ratio_to_ceiling'), '.2f')} "
+            f"of the ceiling)") in text
+    assert f"reach {_span(of('ws', 'value'), '.0f')} (`ws`) and {_span(of('seesaw', 'value'), '.0f')} (`seesaw`)" in text
+    seesaw = report.records("mla", where={"config.schedule": "seesaw"})
+    behind = [r for r in seesaw if r["ratio_to_reference"] < 1]
+    others = [r["ratio_to_reference"] for r in seesaw if r["config"]["label"] != "h128" and r["ratio_to_reference"] >= 1]
+    assert f"every cache length ({_span(of('seesaw', 'ratio_to_reference'), '.2f')}×)" in text
+    assert f"every other recorded point ({_span(others, '.2f')}×" in text
+    assert [r["config"]["label"] for r in behind] == ["b1 no split"], "the prose names the only point behind FlashInfer"
+    assert f"`b1 no split` ({behind[0]['ratio_to_reference']:.2f}×)" in text

@@ -925,3 +925,37 @@ def test_the_candidate_sweep_times_distinct_layouts_and_more_at_the_missed_width
         assert len({sweep.label(c) for c in cands}) == len(cands) == len(set(cands)), [sweep.label(c) for c in cands]
         assert len(cands) == (6 if C in sweep.MISSED_WIDTHS else 3), C
     assert "/r2" in sweep.label(sweep.candidates(32)[3]) and "/r4" in sweep.label(sweep.candidates(32)[4])
+
+
+def test_notebook_05b_reads_the_recorded_vae_block_and_mla_figures():
+    """Sections 6 and 7 of the deep dive quote the ``rmsnorm`` suite's VAE-block records and the
+    ``mla`` suite's h_q 128 seesaw records: re-recording them must update the sentences."""
+    import json
+
+    from tilelang_tutorial import report
+
+    nb = json.loads((Path(__file__).resolve().parents[3] / "notebooks" / "05b_rmsnorm_in_depth.ipynb").read_text())
+    text = re.sub(r"\s+", " ", " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"))
+    vae = report.records("rmsnorm", where={"kernel": "vae_block_e2e"})
+    assert vae, "the rmsnorm suite has no current VAE-block records"
+
+    def norm(r):
+        return r["peers"]["norm_only_eager"]["value"], r["peers"]["norm_only_fused"]["value"]
+    for r in (r for r in vae if r["config"]["conv"] == "3d"):
+        eager, fused = norm(r)
+        C = r["shape"]["C"]
+        assert re.search(rf"{eager / fused:.1f}× (faster )?at C = {C} \({eager:.0f} → {fused:.0f} µs\)", text), C
+    speedups = [r["peers"]["speedup"]["value"] for r in vae]
+    shares = [2 * r["peers"]["norm_only_eager"]["latency_ms"] / r["reference"]["latency_ms"] for r in vae]
+    norm_speedups = [e / f for e, f in map(norm, vae)]
+    assert f"The block gets {min(speedups):.2f}–{max(speedups):.2f}× faster" in text
+    assert f"were {100 * min(shares):.0f}–{100 * max(shares):.0f} % of its time" in text
+    assert f"the range measured here ({min(norm_speedups):.1f}× to {max(norm_speedups):.1f}×)" in text
+    mla = report.records("mla", where={"config.schedule": "seesaw", "config.label": "h128"})
+    assert mla, "the mla suite has no current h128 records"
+    tflops = [r["value"] for r in mla]
+    vs_flashinfer = [r["ratio_to_reference"] for r in mla]
+    vs_triton = [r["value"] / r["peers"]["triton_tutorial"]["tflops"] for r in mla]
+    assert (f"{min(tflops):.0f}–{max(tflops):.0f} TFLOP/s: {min(vs_flashinfer):.2f}–{max(vs_flashinfer):.2f}× "
+            f"FlashInfer's tuned kernel") in text
+    assert f"{min(vs_triton):.1f}–{max(vs_triton):.1f}× the straightforward Triton kernel" in text
