@@ -50,7 +50,11 @@ def candidates(C: int) -> list[rs.RMSNormSiLUConfig]:
     # 0.89): more rows per block (more bytes in flight per block) for them, and twice the threads
     more = [replace(rule, rows_per_thread=2), replace(rule, rows_per_thread=4),
             replace(rule, threads=2 * rule.threads)] if C in MISSED_WIDTHS else []
-    return [rule, ieee, other] + more
+    # rows of at most 8 vectors: every other group too (one lane a row, no butterfly; one vector a
+    # lane) -- the 2026-12-01 evening sweep left C = 32 at 0.84 with the rule's group of 2
+    groups = [replace(rule, group=g, threads=max(256, g)) for g in rs.valid_groups(C)
+              if g != rule.group] if C in MISSED_WIDTHS and C <= 8 * rs.VEC else []
+    return [rule, ieee, other] + more + groups
 
 
 def label(cfg: rs.RMSNormSiLUConfig) -> str:

@@ -923,7 +923,9 @@ def test_the_candidate_sweep_times_distinct_layouts_and_more_at_the_missed_width
         cands = sweep.candidates(C)
         assert cands[0] == rs.default_config(C), "the rule comes first: the summary's baseline"
         assert len({sweep.label(c) for c in cands}) == len(cands) == len(set(cands)), [sweep.label(c) for c in cands]
-        assert len(cands) == (6 if C in sweep.MISSED_WIDTHS else 3), C
+        others = [g for g in rs.valid_groups(C) if g != rs.default_config(C).group] if C <= 64 else []
+        assert len(cands) == (6 + len(others) if C in sweep.MISSED_WIDTHS else 3), C
+    assert {c.group for c in sweep.candidates(32)} == set(rs.valid_groups(32)), "every group at C = 32"
     assert "/r2" in sweep.label(sweep.candidates(32)[3]) and "/r4" in sweep.label(sweep.candidates(32)[4])
 
 
