@@ -80,9 +80,13 @@ def write_html(nb, path: Path, notebook: Path) -> Path:
     from nbconvert import HTMLExporter
 
     body, _ = HTMLExporter().from_notebook_node(nb)
-    stamp = f"<!-- {SOURCE_MARK} {source_digest(source_cells(notebook))} -->\n"
-    path.write_text(stamp + body, encoding="utf-8")
+    path.write_text(_stamp(notebook) + body, encoding="utf-8")
     return path
+
+
+def _stamp(notebook: Path) -> str:
+    """A page's first line: the digest of the notebook's source cells it shows."""
+    return f"<!-- {SOURCE_MARK} {source_digest(source_cells(notebook))} -->\n"
 
 
 def rendered_digest(page: Path) -> str | None:
@@ -122,6 +126,11 @@ _CELL_START = re.compile(r'<div class="jp-Cell jp-(Markdown|Code|Raw)Cell[^"]*" 
 _CODE_SOURCE = re.compile(r'<div class="highlight[^"]*"><pre>.*?</pre>', re.S)
 
 
+def _code_source(cell_html: str) -> str | None:
+    match = _CODE_SOURCE.search(cell_html)
+    return match.group(0) if match else None
+
+
 def _page_cells(page: str) -> tuple[str, list[tuple[str, str, str]], str]:
     """A page split at its cells: (what comes before the first, [(kind, cell id, the cell's HTML)],
     what comes after the last)."""
@@ -138,6 +147,7 @@ def refresh_markdown(names=()) -> int:
     runner, its measurements), and its markdown cells are replaced by the current ones, rendered by
     the same exporter. Refused for a page whose notebook changed anything else (a code cell, the
     cells' order or number): that needs ``render``. Returns the number of pages refused."""
+    import nbformat
     from nbconvert import HTMLExporter
 
     refused = 0
@@ -148,9 +158,7 @@ def refresh_markdown(names=()) -> int:
             refused += 1
             continue
         old = page_path.read_text(encoding="utf-8")
-        stamp, old_body = old.split("\n", 1) if old.startswith("<!--") else ("", old)
-        import nbformat
-
+        old_body = old.split("\n", 1)[1] if old.startswith("<!--") else old     # without its stamp
         nb = nbformat.read(path, as_version=4)
         # an executed notebook carries its kernel's language_info (code highlighted as ipython3)
         nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3",
@@ -163,7 +171,7 @@ def refresh_markdown(names=()) -> int:
             why = "its cells were added, removed or reordered"
         else:
             for (kind, cell_id, seg_old), (_, _, seg_new) in zip(old_cells, new_cells):
-                if kind == "Code" and (_CODE_SOURCE.search(seg_old) or [None])[0] != (_CODE_SOURCE.search(seg_new) or [None])[0]:
+                if kind == "Code" and _code_source(seg_old) != _code_source(seg_new):
                     why = f"code cell {cell_id} changed"
                     break
         if why:
@@ -172,7 +180,7 @@ def refresh_markdown(names=()) -> int:
             continue
         changed = sum(o[2] != n[2] for o, n in zip(old_cells, new_cells) if o[0] == "Markdown")
         body = head + "".join(n[2] if o[0] == "Markdown" else o[2] for o, n in zip(old_cells, new_cells)) + tail
-        page_path.write_text(f"<!-- {SOURCE_MARK} {source_digest(source_cells(path))} -->\n" + body, encoding="utf-8")
+        page_path.write_text(_stamp(path) + body, encoding="utf-8")
         print(f"[ok  ] {path.name}: {changed} markdown cell(s) refreshed, outputs kept", flush=True)
     return refused
 

@@ -29,7 +29,7 @@ SAMPLE_WIDTHS = (32, 64, 96, 160, 288, 544, 640, 800, 992, 1024, 1056, 1248, 128
 DTYPES = ("float16", "bfloat16")
 EPS = 1e-5
 #: widths where the rule missed 0.90 of copy in the recorded width suites (2026-12-01), with a
-#: neighbour that met it: they get three more candidates
+#: neighbour that met it: they get more candidates (:func:`candidates`)
 MISSED_WIDTHS = (32, 64, 6176, 6688, 7008, 7328)
 
 
