@@ -1,5 +1,6 @@
-"""The ops' fast paths (issue 24, goal 1): ``scale_copy`` and ``row_sum`` check their inputs in
-full once per key and then only look the key up; ``MLADecodePlan.run`` compares its inputs with
+"""The ops' fast paths (issue 24, goal 1): ``scale_copy``, ``row_sum``, ``fused_rmsnorm_silu``
+and ``gemm_relu`` check their inputs in full once per key (a :class:`runtime.CallCache`) and then
+only look the key up; ``MLADecodePlan.run`` compares its inputs with
 the plan's in one step and reuses the caches' 2-D views. In the emulator the key (the plan's
 comparison) holds every attribute the checks read; in GPU mode only what picks the kernel (the
 inputs' shapes for the plan), the compiled kernel refusing any other bad argument itself, which
@@ -412,3 +413,268 @@ def test_gpu_a_real_plan_names_each_bad_input_the_kernel_refuses():
                 the_plan.run(**dict(x, **change), out=bad_out)
             assert "\n" not in str(err.value), "one line"
             assert err.value.__suppress_context__ or err.value.__context__ is None, "the plan's line alone"
+
+
+# ------------------------------------------------------------------------------------------------
+# fused_rmsnorm_silu and gemm_relu: in GPU mode the key is what picks the kernel
+# ------------------------------------------------------------------------------------------------
+
+def _check_arg(kernel_name, name, t, shape, dtype, device_type):
+    """What TileLang's generated host code asserts of one tensor argument (its messages)."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"kernel {kernel_name} expects a tensor for {name}")
+    if t.dtype != dtype:
+        raise RuntimeError(f"kernel {kernel_name} input {name} dtype mismatch")
+    if t.dim() != len(shape) or any(w is not None and h != w for h, w in zip(t.shape, shape)):
+        raise RuntimeError(f"kernel {kernel_name} input {name} shape violates packed ABI constraint")
+    if not t.is_contiguous():
+        raise RuntimeError(f"kernel {kernel_name} input {name} strides violates packed ABI constraint")
+    if t.device.type != device_type:
+        raise RuntimeError(f"kernel {kernel_name} input {name} device_type mismatch")
+
+
+@pytest.fixture
+def rms_fake_gpu(monkeypatch):
+    """GPU mode on a CPU machine: the drop-in's TileLang path builds a stand-in that checks its
+    arguments as the compiled kernel does and computes the reference; fresh caches."""
+    from tilelang_tutorial.lessons.rmsnorm import kernel as rs
+
+    mode = _FakeGPUMode("gpu", "sm_90a", "a stand-in GPU", True)
+    monkeypatch.setattr(runtime, "mode", lambda: mode)
+    monkeypatch.setattr(runtime, "checks_its_arguments", lambda kernel: getattr(kernel, "checks", False))
+    monkeypatch.setattr(rs, "_CALLS", runtime.CallCache())
+    monkeypatch.setattr(rs, "_VALIDATED", {})
+    built, kernels = [], {}
+
+    def build(C, dtype):                # compiled once per (C, dtype), as the real build is
+        if (C, dtype) in kernels:
+            return kernels[C, dtype]
+        tdt = getattr(torch, dtype)
+
+        def kernel(x, gamma, y, eps):
+            _check_arg("main", "X", x, (None, C), tdt, "cpu")
+            _check_arg("main", "Gamma", gamma, (C,), tdt, "cpu")
+            _check_arg("main", "Y", y, (x.shape[0], C), tdt, "cpu")
+            y.copy_(rs.rmsnorm_silu_reference(x, gamma, eps))
+        kernel.checks = True
+        built.append((C, dtype))
+        kernels[C, dtype] = kernel
+        return kernel
+    monkeypatch.setattr(rs, "_op_kernel", build)
+    return rs, built
+
+
+def _bad_rms_inputs(x, gamma, out, other):
+    """[(message, x, gamma, out)]: each wrong in one attribute and sharing the valid call's GPU key
+    (x's shape and dtype, out given) wherever it can."""
+    M, C = x.shape
+    dev = x.device.type
+    square = checks.random_tensor((C, C), x.dtype, dev)
+    return [
+        ("gamma must have the dtype of x", x, gamma.float(), out),
+        (rf"gamma must have shape \({C},\)", x, gamma[:32], out),
+        ("gamma must be contiguous", x, torch.stack([gamma, gamma], 1)[:, 0], out),
+        (f"gamma must be on a {dev} device, got {other}", x, gamma.to(other), out),
+        ("gamma must be a torch.Tensor", x, gamma.tolist(), out),
+        ("out must have the dtype of x", x, gamma, out.float()),
+        ("out must have the shape of x", x, gamma, out[:-1]),
+        ("out must be contiguous", x, gamma, torch.empty(C, M, dtype=x.dtype, device=dev).t()),
+        (f"out must be on a {dev} device, got {other}", x, gamma, out.to(other)),
+        ("in-place is not supported", x, gamma, x),
+        ("x must be contiguous", square.t(), gamma, torch.empty_like(square)),   # a square's transpose
+        ("x must be float16 or bfloat16", x.float(), gamma, None),
+        ("x must be a tensor", x.tolist(), gamma, None),
+    ]
+
+
+def test_gpu_mode_drop_in_keys_on_what_picks_the_kernel_and_names_each_refused_argument(rms_fake_gpu, monkeypatch):
+    """fused_rmsnorm_silu in GPU mode: one full check per (x's shape, dtype, out given), and every
+    argument that shares that key and is wrong -- which the compiled kernel refuses -- still gets the
+    op's one line (not the kernel's message), on every call."""
+    from tilelang_tutorial.lessons.rmsnorm import dispatch
+
+    rs, built = rms_fake_gpu
+    full = []
+    real = rs._validate_fully
+    monkeypatch.setattr(rs, "_validate_fully", lambda *a: full.append(1) or real(*a))
+    x = checks.random_tensor((48, 64), torch.float16, "cpu")
+    gamma = checks.random_tensor((64,), torch.float16, "cpu")
+    out = checks.poisoned((48, 64), torch.float16, "cpu")
+    for _ in range(3):
+        assert dispatch.fused_rmsnorm_silu(x, gamma, out=out) is out
+        checks.assert_close(out, rs.rmsnorm_silu_reference(x, gamma), tolerance=checks.TOLERANCE["float16"])
+    assert len(full) == 1 and built == [(64, "float16")], "a repeat call neither checks nor builds"
+    # other rows are the same kernel: the same key
+    x2 = checks.random_tensor((5, 64), torch.float16, "cpu")
+    checks.assert_close(dispatch.fused_rmsnorm_silu(x2, gamma), rs.rmsnorm_silu_reference(x2, gamma),
+                        tolerance=checks.TOLERANCE["float16"])
+    assert dispatch.fused_rmsnorm_silu(x2, gamma) is not None and len(built) == 1
+    for _ in range(2):
+        for message, bad_x, bad_gamma, bad_out in _bad_rms_inputs(x, gamma, out, "meta"):
+            with pytest.raises((TypeError, ValueError), match=message) as err:
+                dispatch.fused_rmsnorm_silu(bad_x, bad_gamma, out=bad_out)
+            assert "\n" not in str(err.value), "one line"
+            assert err.value.__suppress_context__ or err.value.__context__ is None, "the op's line alone"
+        dispatch.fused_rmsnorm_silu(x, gamma, out=out)         # still served, and right
+        checks.assert_close(out, rs.rmsnorm_silu_reference(x, gamma), tolerance=checks.TOLERANCE["float16"])
+
+
+def test_gpu_mode_drop_in_keys_differ_where_the_kernel_or_its_launch_does(rms_fake_gpu):
+    rs, built = rms_fake_gpu
+    gamma = checks.random_tensor((64,), torch.float16, "cpu")
+    for x in (checks.random_tensor((8, 64), torch.float16, "cpu"),           # 2-D: launched directly
+              checks.random_tensor((2, 4, 64), torch.float16, "cpu"),        # 3-D: launched on views
+              checks.random_tensor((8, 64), torch.bfloat16, "cpu")):
+        g = gamma.to(x.dtype)
+        checks.assert_close(rs.rmsnorm_silu(x, g), rs.rmsnorm_silu_reference(x, g),
+                            tolerance=checks.TOLERANCE[str(x.dtype)[6:]])
+        rs.rmsnorm_silu(x, g, out=torch.empty_like(x))
+    assert len(rs._CALLS) == 6 and built == [(64, "float16"), (64, "bfloat16")]
+    with pytest.raises(ValueError, match="out must be contiguous"):     # the 3-D key, a strided out
+        rs.rmsnorm_silu(checks.random_tensor((2, 4, 64), torch.float16, "cpu"), gamma,
+                        out=torch.empty(2, 64, 4, dtype=torch.float16).transpose(1, 2))
+
+
+def test_gpu_mode_drop_in_checks_every_call_where_nothing_else_does(rms_fake_gpu, monkeypatch):
+    """A kernel that checks nothing (another backend) or an empty input (no launch): the op's own
+    checks run on every call."""
+    rs, _ = rms_fake_gpu
+    monkeypatch.setattr(runtime, "checks_its_arguments", lambda kernel: False)
+    x, gamma = checks.random_tensor((8, 64), torch.float16, "cpu"), checks.random_tensor((64,), torch.float16, "cpu")
+    rs.rmsnorm_silu(x, gamma)
+    with pytest.raises(TypeError, match="gamma must have the dtype of x"):
+        rs.rmsnorm_silu(x, gamma.float())
+    empty = torch.empty(0, 64, dtype=torch.float16)
+    assert rs.rmsnorm_silu(empty, gamma).shape == (0, 64)
+    with pytest.raises(ValueError, match=r"gamma must have shape \(64,\)"):
+        rs.rmsnorm_silu(empty, gamma[:32])
+
+
+def test_the_drop_ins_fast_path_costs_less_than_the_checks_it_skips(rms_fake_gpu, monkeypatch):
+    """With the kernel call a no-op, the drop-in's whole GPU-mode call (mode, route, key, lookup,
+    launch) costs less than half its full checks alone (on this project's 2-core CPU: 0.9 against
+    4.0 us)."""
+    from tilelang_tutorial.lessons.rmsnorm import dispatch
+
+    rs, _ = rms_fake_gpu
+
+    def noop(*args):
+        return None
+    noop.checks = True
+    monkeypatch.setattr(rs, "_op_kernel", lambda C, dtype: noop)
+    x, gamma = checks.random_tensor((48, 64), torch.float16, "cpu"), checks.random_tensor((64,), torch.float16, "cpu")
+    y = torch.empty_like(x)
+    dispatch.fused_rmsnorm_silu(x, gamma, out=y)
+    fast = _per_call_us(lambda: dispatch.fused_rmsnorm_silu(x, gamma, out=y))
+    full = _per_call_us(lambda: rs._validate_fully(x, gamma, y, "rmsnorm_silu", "cpu"))
+    assert fast < 0.5 * full, f"the fast path costs {fast:.2f} us, the checks it skips {full:.2f} us"
+
+
+@pytest.mark.gpu
+def test_gpu_drop_in_names_each_argument_the_real_kernel_refuses():
+    """The compiled kernel (C = 64, fp16) refuses each bad argument that shares the warm call's key,
+    and the drop-in names it in one line."""
+    from tilelang_tutorial.lessons.rmsnorm import dispatch
+    from tilelang_tutorial.lessons.rmsnorm import kernel as rs
+
+    x = checks.random_tensor((48, 64), torch.float16, "cuda")
+    gamma = checks.random_tensor((64,), torch.float16, "cuda")
+    out = checks.poisoned((48, 64), torch.float16, "cuda")
+    for _ in range(2):
+        dispatch.fused_rmsnorm_silu(x, gamma, out=out)
+        checks.assert_close(out, rs.rmsnorm_silu_reference(x, gamma), tolerance=checks.TOLERANCE["float16"])
+        for message, bad_x, bad_gamma, bad_out in _bad_rms_inputs(x, gamma, out, "cpu"):
+            with pytest.raises((TypeError, ValueError), match=message) as err:
+                dispatch.fused_rmsnorm_silu(bad_x, bad_gamma, out=bad_out)
+            assert "\n" not in str(err.value), "one line"
+            assert err.value.__suppress_context__ or err.value.__context__ is None, "the op's line alone"
+
+
+@pytest.fixture
+def gemm_fake_gpu(monkeypatch):
+    """GPU mode on a CPU machine: gemm_relu's plans build a stand-in that checks its arguments as
+    the compiled kernel does and computes relu(a @ b); no plans kept from before."""
+    from tilelang_tutorial.lessons.gemm import kernel as gr
+
+    mode = _FakeGPUMode("gpu", "sm_90a", "a stand-in GPU", True)
+    monkeypatch.setattr(runtime, "mode", lambda: mode)
+    monkeypatch.setattr(runtime, "launcher", lambda kernel: kernel)
+    monkeypatch.setattr(runtime, "checks_its_arguments", lambda kernel: getattr(kernel, "checks", False))
+    built = []
+
+    def build(N, K, *, config=None, dtype="float16", program=None, **kw):
+        tdt = getattr(torch, dtype)
+
+        def kernel(a, b, c):
+            _check_arg("gemm_relu_kernel", "A", a, (None, K), tdt, "cpu")
+            _check_arg("gemm_relu_kernel", "B", b, (K, N), tdt, "cpu")
+            _check_arg("gemm_relu_kernel", "C", c, (a.shape[0], N), tdt, "cpu")
+            c.copy_(gr.gemm_relu_reference(a, b))
+        kernel.checks = True
+        built.append((N, K, dtype))
+        return kernel
+    monkeypatch.setattr(gr, "build_gemm_relu", build)
+    gr.clear_plans()
+    yield gr, built
+    gr.clear_plans()
+
+
+def _bad_gemm_inputs(a, b, out, other):
+    """[(message, a, b, out)]: each wrong in one attribute and sharing the valid call's GPU key (a's
+    and b's shapes, a's dtype and device, out given) wherever it can."""
+    dev = a.device.type
+    M, K = a.shape
+    N = b.shape[1]
+    return [
+        ("a and b must have the same dtype", a, b.to(torch.bfloat16), out),
+        ("b must be contiguous", a, torch.empty(N, K, dtype=b.dtype, device=dev).t(), out),
+        (f"b must be on a {dev} device, got {other}", a, b.to(other), out),
+        ("a must be contiguous", torch.empty(K, M, dtype=a.dtype, device=dev).t(), b, out),
+        ("b must be a torch.Tensor", a, b.tolist(), out),
+        ("out must be float16, got float32", a, b, out.float()),
+        ("out has shape", a, b, out[:-1]),
+        ("out must be contiguous", a, b, torch.empty(N, M, dtype=a.dtype, device=dev).t()),
+        (f"out must be on a {dev} device, got {other}", a, b, out.to(other)),
+        ("16-byte boundary", torch.empty(M * K + 1, dtype=a.dtype, device=dev)[1:].view(M, K), b, out),
+    ]
+
+
+def _expect_gemm_refused(gr, a, b, out, bad):
+    for _ in range(2):
+        assert gr.gemm_relu(a, b, gr.SEED_CONFIG, out=out) is out
+        checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE["float16"])
+        for message, bad_a, bad_b, bad_out in bad:
+            with pytest.raises((TypeError, ValueError), match=message) as err:
+                gr.gemm_relu(bad_a, bad_b, gr.SEED_CONFIG, out=bad_out)
+            assert "\n" not in str(err.value), "one line"
+            assert err.value.__suppress_context__ or err.value.__context__ is None, "the op's line alone"
+
+
+def test_gpu_mode_gemm_relu_keys_on_what_picks_the_plan_and_names_each_refused_argument(gemm_fake_gpu, monkeypatch):
+    gr, built = gemm_fake_gpu
+    plans, real_plan = [], gr._plan
+    monkeypatch.setattr(gr, "_plan", lambda *args: plans.append(1) or real_plan(*args))
+    a = checks.random_tensor((64, 64), torch.float16, "cpu")
+    b = checks.random_tensor((64, 32), torch.float16, "cpu")
+    out = checks.poisoned((64, 32), torch.float16, "cpu")
+    _expect_gemm_refused(gr, a, b, out, _bad_gemm_inputs(a, b, out, "meta"))
+    assert built == [(32, 64, "float16")]
+    # one plan for the valid key; the rest were refused by the stand-in kernel and then named, but
+    # for the two that cannot be served a plan (a list; a misaligned view), planned and refused in
+    # each of the two rounds
+    assert len(plans) == 1 + 2 * 2
+    fresh = checks.random_tensor((64, 64), torch.float16, "cpu"), checks.random_tensor((64, 32), torch.float16, "cpu")
+    checks.assert_close(gr.gemm_relu(*fresh, gr.SEED_CONFIG), gr.gemm_relu_reference(*fresh),
+                        tolerance=checks.TOLERANCE["float16"])
+
+
+@pytest.mark.gpu
+def test_gpu_gemm_relu_names_each_argument_the_real_kernel_refuses():
+    """The compiled kernel (the seed tile, N = 128, K = 256) refuses each bad argument that shares
+    the warm call's key, and gemm_relu names it in one line."""
+    from tilelang_tutorial.lessons.gemm import kernel as gr
+
+    a = checks.random_tensor((64, 256), torch.float16, "cuda")
+    b = checks.random_tensor((256, 128), torch.float16, "cuda")
+    out = checks.poisoned((64, 128), torch.float16, "cuda")
+    _expect_gemm_refused(gr, a, b, out, _bad_gemm_inputs(a, b, out, "cpu"))

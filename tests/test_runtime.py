@@ -337,3 +337,14 @@ def test_on_the_gpu_run_launches_the_compiled_kernel_and_host_cost_measures_both
     costs = host_cost.compare({"bare": lambda: kernel(x, y), "run": lambda: tt.run(kernel, x, y)}, calls=5000)
     assert torch.equal(y, x + 1)
     assert set(costs) == {"bare", "run"} and all(0 < us < 1000 for us in costs.values()), costs
+
+
+def test_call_cache_is_bounded_and_keeps_no_unkeyed_call():
+    cache = runtime.CallCache(maxsize=3)
+    for i in range(3):
+        cache.remember(("shape", i), i)
+    assert cache.get(("shape", 1)) == 1 and len(cache) == 3
+    cache.remember(None, "a call whose inputs could not be keyed")
+    assert len(cache) == 3 and None not in cache
+    cache.remember(("shape", 3), 3)                  # full: starts over, then keeps the new entry
+    assert dict(cache) == {("shape", 3): 3}

@@ -410,6 +410,33 @@ class UncompiledKernel:
         return run(self, *args, **scalars)
 
 
+class CallCache(dict):
+    """An op's fast path: ``{key: entry}`` for the calls that passed the op's full checks, keyed by
+    what those checks and the kernel choice depend on, so that a later call with the key skips
+    them (``cache.get(key)``: one dict lookup). Bounded: :meth:`remember` starts over when
+    ``maxsize`` entries are held (a caller cycling through many shapes).
+
+    What goes in a key is the op's decision. In GPU mode, where the compiled kernel checks every
+    tensor argument itself (:func:`checks_its_arguments`), the key is what picks the kernel, and an
+    argument the kernel refuses is then named by the op's checks (``checks.first_problem``); where
+    nothing checks the arguments (the emulator, another backend) the key holds every attribute the
+    checks read, or the checks run on every call."""
+
+    __slots__ = ("maxsize",)
+
+    def __init__(self, maxsize: int = 1024):
+        super().__init__()
+        self.maxsize = maxsize
+
+    def remember(self, key, entry) -> None:
+        """Keep ``entry`` under ``key`` (None: a call whose inputs could not be keyed; kept nowhere)."""
+        if key is None:
+            return
+        if len(self) >= self.maxsize:
+            self.clear()
+        self[key] = entry
+
+
 def launcher(kernel):
     """What :func:`run` would do with ``kernel``, decided once: a callable taking the kernel's
     arguments. Plans keep one, so their fast path pays no mode check per call."""

@@ -34,7 +34,7 @@ def measured(record):
         progs = split_k.programs(s["N"], s["K"], c["split"], cfg, dt)
     else:
         progs = [kernel.gemm_relu_program(None, s["N"], s["K"], in_dtype=dt, dynamic_m=True, **cfg.as_dict())]
-    return progs + [kernel.gemm_relu, kernel._plan, kernel.validate_inputs, rule.choose]
+    return progs + [kernel.gemm_relu, kernel._plan, kernel._validate, kernel.validate_inputs, rule.choose]
 
 
 def bare_call(a, b, out, choice):

@@ -169,12 +169,13 @@ def check_config_for_shape(N: int, K: int, config: GemmConfig) -> None:
             f"threads (config {config.name} is larger); pass config=None and gemm_relu chooses one")
 
 
-#: The op's per-key plans: what :func:`gemm_relu` decided for one (shapes, dtypes, devices, output,
-#: config, factory, run mode) -- the inputs validated, the rule's choice made, the kernel(s) built and
-#: their launcher picked -- so that a repeated call pays a dictionary lookup and the checks that
-#: depend on the tensors themselves (contiguity, 16-byte alignment), not the whole decision again.
-_PLANS: dict = {}
+#: The op's per-key plans: what :func:`gemm_relu` decided for one key (its comment in the op says
+#: what a key holds) -- the inputs validated, the rule's choice made, the kernel(s) built and their
+#: launcher picked -- as ``(launch, trusted, mode)``, so that a repeated call pays a dictionary
+#: lookup and the checks that depend on the tensors themselves (16-byte alignment; contiguity where
+#: the kernels do not check strides), not the whole decision again.
 MAX_PLANS = 4096
+_PLANS = runtime.CallCache(MAX_PLANS)
 
 
 def clear_plans() -> None:
@@ -182,19 +183,9 @@ def clear_plans() -> None:
     _PLANS.clear()
 
 
-_run_key = runtime._run_key      # what decides where kernels run (the run mode), read cheaply
-
-
-def _plan(a, b, config, out, program):
-    """Validate (one line naming the problem, before anything compiles), choose and build: returns
-    ``(launch, trusted)``: ``launch(a, b, out)`` for every call with this key (``out`` None: it
-    allocates C and returns it), and whether every kernel it launches checks its tensors' strides
-    itself (a GPU-mode ``tvm_ffi`` kernel: :func:`runtime.checks_its_arguments`), so that the op
-    need not re-check contiguity on each call."""
-    import torch
-
-    from . import rule, split_k
-
+def _validate(a, b, config, out):
+    """Every check of the op's inputs, from scratch: one line naming the first problem, before
+    anything compiles. Returns (M, N, K, dtype name)."""
     M, N, K, dtype = validate_inputs(a, b, out=out)
     if config is not None:
         check_config_for_shape(N, K, config)
@@ -207,6 +198,20 @@ def _plan(a, b, config, out, program):
         raise ValueError(f"out must be on a's device, got {out.device} and {a.device}")
     if out is not None and not out.is_contiguous():
         raise ValueError(f"out must be contiguous (got strides {out.stride()}); pass a contiguous buffer")
+    return M, N, K, dtype
+
+
+def _plan(a, b, config, out, program):
+    """Validate (one line naming the problem, before anything compiles), choose and build: returns
+    ``(launch, trusted)``: ``launch(a, b, out)`` for every call with this key (``out`` None: it
+    allocates C and returns it), and whether every kernel it launches checks its tensors' strides
+    itself (a GPU-mode ``tvm_ffi`` kernel: :func:`runtime.checks_its_arguments`), so that the op
+    need not re-check contiguity on each call."""
+    import torch
+
+    from . import rule, split_k
+
+    M, N, K, dtype = _validate(a, b, config, out)
     tdt, dev = a.dtype, a.device
 
     def new_out(out):
@@ -269,35 +274,42 @@ def gemm_relu(a, b, config: GemmConfig | None = None, *, out=None, program=None)
     notebook passes its own kernel cell's, so that a reader's edit reaches the op); with a
     factory of its own the op runs it as one kernel, never the split-K pair.
 
-    The first call with a new key (shapes, dtypes, devices, output, config, factory) validates,
-    chooses and builds; later calls reuse that plan after re-checking only what the key does not
-    fix: 16-byte alignment of the data, and contiguity unless the plan's kernels check their
-    tensors' strides themselves (on the GPU; a refused argument then gets the op's own one line).
+    The first call with a new key validates, chooses and builds; later calls reuse that plan after
+    re-checking only what the key does not fix: 16-byte alignment of the data, and -- unless the
+    plan's compiled kernels check their tensor arguments themselves (on the GPU; a refused argument
+    then gets the op's own one line) -- contiguity.
     """
-    # The key. get_device() (an int: the CUDA index, -1 on the CPU) is cheaper than .device (a new
-    # object); the device *type* is checked by the plan's validation against the run mode, which is
-    # in the key.
+    # The key. In GPU mode it is what picks the plan -- a's and b's shapes, a's dtype and device,
+    # whether out is given, the config, the factory -- since a trusted plan's kernels check every
+    # tensor argument themselves (dtype, each dimension, strides, device) and a refused one is then
+    # named by the op's own checks. Elsewhere (the emulator checks nothing) it holds every
+    # attribute the checks read but contiguity, which is checked on each call. get_device() (an
+    # int: the CUDA index, -1 on the CPU) is cheaper than .device (a new object); the device *type*
+    # is checked by the plan's validation against the run mode, and a plan is used only while the
+    # mode it was made under is still :func:`runtime.mode`'s.
+    m = runtime.mode()
     try:
-        if out is None:
-            key = (a.shape, b.shape, a.dtype, b.dtype, a.get_device(), b.get_device(), config, program,
-                   _run_key())
+        if m.name == "gpu":
+            key = (a.shape, b.shape, a.dtype, a.get_device(), out is None, config, program)
+        elif out is None:
+            key = (a.shape, b.shape, a.dtype, b.dtype, a.get_device(), b.get_device(), config, program)
         else:
             key = (a.shape, b.shape, a.dtype, b.dtype, a.get_device(), b.get_device(), out.shape, out.dtype,
-                   out.get_device(), config, program, _run_key())
+                   out.get_device(), config, program)
         entry = _PLANS.get(key)
     except (AttributeError, TypeError):             # not tensors, or an unhashable argument
         key = entry = None
     # Per call, what the key does not fix: 16-byte aligned data (TMA), and -- unless every kernel of
-    # the plan checks its tensors' strides itself -- contiguity.
-    if entry is None or a.data_ptr() % 16 or b.data_ptr() % 16 or (
-            not entry[1] and (not a.is_contiguous() or not b.is_contiguous()
-                              or (out is not None and not out.is_contiguous()))):
-        entry = _plan(a, b, config, out, program)    # raises the one-line error on bad input
-        if key is not None:
-            if len(_PLANS) >= MAX_PLANS:           # a caller cycling through many shapes: start over
-                _PLANS.clear()
-            _PLANS[key] = entry
-    plan, trusted = entry
+    # the plan checks its tensors itself -- the checks the key leaves out.
+    if entry is None or entry[2] is not m or a.data_ptr() % 16 or b.data_ptr() % 16:
+        entry = _plan(a, b, config, out, program) + (m,)    # raises the one-line error on bad input
+        _PLANS.remember(key, entry)
+    elif not entry[1]:
+        if m.name == "gpu":
+            _validate(a, b, config, out)             # an untrusted plan under the GPU key: every check
+        elif not a.is_contiguous() or not b.is_contiguous() or (out is not None and not out.is_contiguous()):
+            _validate(a, b, config, out)             # names the tensor that is not contiguous
+    plan, trusted, _ = entry
     if not trusted:
         if out is None:
             return plan(a, b, None)
@@ -306,6 +318,8 @@ def gemm_relu(a, b, config: GemmConfig | None = None, *, out=None, program=None)
     try:
         result = plan(a, b, out)
     except Exception:
-        _plan(a, b, config, out, program)            # a kernel refused an argument: the op's one line
-        raise
+        problem = checks.first_problem(_validate, a, b, config, out)   # a kernel refused an argument
+        if problem is None:
+            raise
+        raise problem from None
     return result if out is None else out

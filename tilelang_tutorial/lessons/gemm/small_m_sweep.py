@@ -81,12 +81,20 @@ def random_shapes(n: int = 10, seed: int = 20261201) -> list[tuple]:
     return out
 
 
+#: what one run sweeps (``sweep``'s options change it for that run: another dtype, other rows or
+#: widths, no random shapes, a subset of the candidates)
+PLAN = {"dtype": DTYPE, "ms": MS, "widths": WIDTHS, "random": True, "only": None}
+
+
 def shapes() -> list[tuple]:
-    return [(M, N, K) for (N, K) in WIDTHS for M in MS] + random_shapes()
+    return ([(M, N, K) for (N, K) in PLAN["widths"] for M in PLAN["ms"]]
+            + (random_shapes() if PLAN["random"] else []))
 
 
 def candidates_for(M: int, N: int, K: int) -> list[str]:
-    names = LARGE_M if M > 128 else tuple(CANDIDATES) if (N, K) in WIDTHS else RANDOM_SMALL_M
+    names = LARGE_M if M > 128 else tuple(CANDIDATES) if (N, K) in PLAN["widths"] else RANDOM_SMALL_M
+    if PLAN["only"]:
+        names = [n for n in names if n in PLAN["only"]]
     out = []
     for name in names:
         cfg, split = CANDIDATES[name]
@@ -97,7 +105,8 @@ def candidates_for(M: int, N: int, K: int) -> list[str]:
             continue
         out.append(name)
     if N % 8 == 0 and K % 8 == 0:
-        out += [name for name, knobs in GEMV_CANDIDATES.items() if M <= dict(knobs)["max_m"]]
+        out += [name for name, knobs in GEMV_CANDIDATES.items()
+                if M <= dict(knobs)["max_m"] and (not PLAN["only"] or name in PLAN["only"])]
     return out
 
 
@@ -108,10 +117,10 @@ def jobs() -> list[tuple]:
     for (M, N, K) in shapes():
         for name in candidates_for(M, N, K):
             if name in GEMV_CANDIDATES:
-                out.append(("gemv", N, K, GEMV_CANDIDATES[name], DTYPE))
+                out.append(("gemv", N, K, GEMV_CANDIDATES[name], PLAN["dtype"]))
                 continue
             cfg, split = CANDIDATES[name]
-            out.append((N, K, cfg, split, DTYPE))
+            out.append((N, K, cfg, split, PLAN["dtype"]))
     return list(dict.fromkeys(out))
 
 
@@ -144,17 +153,17 @@ def _callable(N, K, cfg, split, a, b, c):
     from . import gemv, kernel, split_k
 
     if split == "gemv":
-        compiled = runtime.launcher(gemv.build_gemv_relu(N, K, cfg, DTYPE))
+        compiled = runtime.launcher(gemv.build_gemv_relu(N, K, cfg, PLAN["dtype"]))
         return lambda: compiled(a, b, c)
     if split > 1:
-        partial, reduce = (runtime.launcher(k) for k in split_k.build_split_k(N, K, split, cfg, DTYPE))
+        partial, reduce = (runtime.launcher(k) for k in split_k.build_split_k(N, K, split, cfg, PLAN["dtype"]))
         workspace = torch.empty((split, a.shape[0], N), dtype=torch.float32, device=a.device)
 
         def call():
             partial(a, b, workspace)
             reduce(workspace, c)
         return call
-    compiled = runtime.launcher(kernel.build_gemm_relu(N, K, config=cfg, dtype=DTYPE))
+    compiled = runtime.launcher(kernel.build_gemm_relu(N, K, config=cfg, dtype=PLAN["dtype"]))
     return lambda: compiled(a, b, c)
 
 
@@ -193,19 +202,19 @@ def host_section(points=HOST_POINTS):
 
     from . import kernel, rule
 
-    tdt = getattr(torch, DTYPE)
+    tdt = getattr(torch, PLAN["dtype"])
     print("host cost of the op (issue: host time per call, no sync; b2b: events around back-to-back calls)")
     for (M, N, K) in points:
         a = checks.random_tensor((M, K), tdt, "cuda")
         b = checks.random_tensor((K, N), tdt, "cuda")
         c, c_bare = checks.poisoned((M, N), tdt, "cuda"), checks.poisoned((M, N), tdt, "cuda")
-        choice = rule.choose(M, N, K, DTYPE)
+        choice = rule.choose(M, N, K, PLAN["dtype"])
         bare = _callable(N, K, choice.config, choice.split, a, b, c_bare)
         kernel.gemm_relu(a, b, out=c)
         bare()
         torch.cuda.synchronize()
         ref = kernel.gemm_relu_reference(a, b)
-        oks = [checks.compare(x, ref, tolerance=checks.TOLERANCE[DTYPE]).ok for x in (c, c_bare)]
+        oks = [checks.compare(x, ref, tolerance=checks.TOLERANCE[PLAN["dtype"]]).ok for x in (c, c_bare)]
         cfg = choice.config
         fns = {"bare": bare, "op": lambda: kernel.gemm_relu(a, b, out=c),
                "op(config)": lambda: kernel.gemm_relu(a, b, cfg, out=c),
@@ -223,12 +232,24 @@ def host_section(points=HOST_POINTS):
 def sweep(argv=None) -> int:
     import torch
 
-    from . import kernel
+    from . import kernel, rule
 
     parser = argparse.ArgumentParser(prog="sweep gemm_small_m")
     parser.add_argument("--budget", type=float, default=100.0, help="stop measuring after this many seconds")
     parser.add_argument("--precompile-only", action="store_true", help="fill the kernel cache and stop")
+    parser.add_argument("--dtype", choices=("float16", "bfloat16"), default=DTYPE)
+    parser.add_argument("--ms", help="rows to sweep on the LLM widths, e.g. 31,52,93 (default: %s)"
+                        % ",".join(map(str, MS)))
+    parser.add_argument("--widths", help="N x K pairs, e.g. 4096x4096,8192x8192 (default: the four LLM widths)")
+    parser.add_argument("--no-random", action="store_true", help="leave out the random shapes")
+    parser.add_argument("--no-host", action="store_true", help="leave out the op's host-cost section")
+    parser.add_argument("--only", help="comma-separated candidate names (default: all)")
     args = parser.parse_args(argv or [])
+    PLAN.update(dtype=args.dtype, random=not args.no_random,
+                ms=tuple(int(m) for m in args.ms.split(",")) if args.ms else MS,
+                widths=tuple(tuple(int(v) for v in w.split("x")) for w in args.widths.split(",")) if args.widths
+                else WIDTHS,
+                only=tuple(args.only.split(",")) if args.only else None)
     if args.precompile_only:
         precompile()
         return 0
@@ -241,11 +262,12 @@ def sweep(argv=None) -> int:
     precompile()
     print(f"[{time.time() - t0:.0f} s] kernels ready; {torch.cuda.get_device_name()}", flush=True)
     try:
-        host_section()
+        if not args.no_host:
+            host_section()
     except Exception as exc:
         print(f"host section FAILED: {type(exc).__name__}: {exc}", flush=True)
     print(f"[{time.time() - t0:.0f} s] host section done", flush=True)
-    tdt = getattr(torch, DTYPE)
+    tdt = getattr(torch, PLAN["dtype"])
     best_rows = []
     for (M, N, K) in shapes():
         if time.time() - t0 > args.budget:
@@ -257,8 +279,9 @@ def sweep(argv=None) -> int:
         ct = torch.empty((M, N), dtype=tdt, device="cuda")
         tk, tc = _times(lambda: torch.relu_(torch.matmul(a, b, out=ct)))
         floor = (M * K + K * N + M * N) * 2 / 4.2e12 * 1e6
-        print(f"\n== {M}x{N}x{K} fp16: torch relu(a@b) kern {tk:.1f} us, call {tc:.1f} us; "
-              f"bytes floor at 4.2 TB/s {floor:.1f} us", flush=True)
+        picked = rule.choose(M, N, K, PLAN["dtype"]).label
+        print(f"\n== {M}x{N}x{K} {'fp16' if PLAN['dtype'] == 'float16' else 'bf16'}: torch relu(a@b) kern {tk:.1f} us, call {tc:.1f} us; "
+              f"bytes floor at 4.2 TB/s {floor:.1f} us; the rule picks {picked}", flush=True)
         rows = []
         for name in candidates_for(M, N, K):
             cfg, split = (GEMV_CANDIDATES[name], "gemv") if name in GEMV_CANDIDATES else CANDIDATES[name]
@@ -267,7 +290,7 @@ def sweep(argv=None) -> int:
                 fn = _callable(N, K, cfg, split, a, b, c)
                 fn()
                 torch.cuda.synchronize()
-                cmp = checks.compare(c, ref, tolerance=checks.TOLERANCE[DTYPE])
+                cmp = checks.compare(c, ref, tolerance=checks.TOLERANCE[PLAN["dtype"]])
                 kern, call = _times(fn)
             except Exception as exc:                      # a tile this GPU refuses: say so, go on
                 print(f"  {name:<18} FAILED {type(exc).__name__}: {str(exc).splitlines()[0][:120]}", flush=True)

@@ -808,20 +808,27 @@ def test_bad_input_with_a_planned_key_is_still_refused_in_one_line():
 
 
 def test_a_changed_mode_is_a_new_plan(monkeypatch):
-    """The plan key holds what decides where kernels run: forcing emulation, or another architecture,
-    is never served a plan made for the other mode."""
+    """A plan is used only under the mode it was made in: forcing emulation, or another
+    architecture, is never served a plan made for the other mode (a repeat call in one mode is)."""
     gr.clear_plans()
+    plans, real_plan = [], gr._plan
+    monkeypatch.setattr(gr, "_plan", lambda *args: plans.append(runtime.mode()) or real_plan(*args))
 
     def call():
         device = runtime.mode().device           # a GPU's mode becomes emulation under another arch
         a = checks.random_tensor((2, 64), torch.float16, device)
         b = checks.random_tensor((64, 32), torch.float16, device)
-        gr.gemm_relu(a, b, gr.SEED_CONFIG)
+        checks.assert_close(gr.gemm_relu(a, b, gr.SEED_CONFIG), gr.gemm_relu_reference(a, b),
+                            tolerance=checks.TOLERANCE["float16"])
     call()
+    call()
+    assert len(plans) == 1, "a repeat call in the same mode reuses its plan"
     monkeypatch.setenv(runtime.ARCH_ENV, "sm_80")
     call()
-    assert len(gr._PLANS) == 2
+    assert len(plans) == 2 and plans[1].arch == "sm_80" and plans[0].arch != "sm_80"
     monkeypatch.delenv(runtime.ARCH_ENV)
+    call()
+    assert len(plans) == 3 and plans[2].arch == plans[0].arch, "back in the first mode: planned again"
 
 
 def test_random_shapes_are_drawn_afresh_and_the_small_m_set_covers_the_widths():
@@ -881,7 +888,7 @@ def test_a_plan_whose_kernels_check_their_arguments_still_names_a_refused_one_in
 
     def kernel_refuses(a, b, out):
         raise RuntimeError("kernel gemm_relu_kernel input B strides[0] violates packed ABI constraint")
-    gr._PLANS[key] = (kernel_refuses, True)
+    gr._PLANS[key] = (kernel_refuses, True, runtime.mode())
     strided = checks.random_tensor((64, 64), torch.float16, device)[:, ::2]
     with pytest.raises(ValueError, match="b must be contiguous") as info:
         gr.gemm_relu(a, strided, gr.SEED_CONFIG)

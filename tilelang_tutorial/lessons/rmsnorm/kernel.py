@@ -35,7 +35,7 @@ import torch as _torch                  # torch comes with TileLang
 from torch import Tensor as _Tensor
 
 from ... import runtime
-from ...checks import check_tensor
+from ...checks import check_tensor, first_problem
 
 #: Channel widths must be a multiple of this (four 16-byte vectors of fp16/bf16).
 CHANNEL_MULTIPLE = 32
@@ -372,25 +372,36 @@ def _validate_fully(x, gamma, out, what: str, device: str) -> int:
 
 
 #: The op's calls that passed every check, by what the checks and the kernel choice depend on
-#: (see :func:`_call`) -> ``(mode, kernel, C, how)``. Bounded like ``_VALIDATED``.
-_CALLS: dict = {}
+#: (see :func:`_call`) -> ``(mode, kernel, C, how, trusted)``. Bounded like ``_VALIDATED``.
+_CALLS = runtime.CallCache(_VALIDATED_MAX)
 
 
-def _call(calls: dict, kernel_for, x, gamma, eps, out):
+def _full_key(x, gamma, out):
+    """Every attribute the full checks read but the data pointers: each tensor's shape, dtype,
+    device and contiguity."""
+    return (x.shape, x.dtype, x.device, x.is_contiguous(), gamma.shape, gamma.dtype, gamma.device,
+            gamma.is_contiguous()) if out is None else (
+            x.shape, x.dtype, x.device, x.is_contiguous(), gamma.shape, gamma.dtype, gamma.device,
+            gamma.is_contiguous(), out.shape, out.dtype, out.device, out.is_contiguous())
+
+
+def _call(calls, kernel_for, x, gamma, eps, out):
     """One call of the op: the checks and the kernel lookup done once per key, then only what
     depends on this call's data (``out`` is not ``x``, the output buffer, the launch).
 
-    The key is what :func:`validate_rmsnorm_silu_inputs` keys on (shapes, dtypes, devices,
-    contiguity of the three tensors); the entry remembers the mode it was made under and is used
-    only while :func:`runtime.mode` is still that one. Anything but tensors misses the key and
-    gets the full checks, which name the problem.
+    The key, in GPU mode, is what picks the kernel and the way it is launched: x's shape and dtype
+    and whether ``out`` is given. The compiled kernel checks every tensor argument itself before it
+    launches (dtype, dimensions, each dimension, strides, device; :func:`runtime.checks_its_arguments`),
+    so a later call with a wrong ``gamma`` or ``out`` is refused by the kernel and then named by the
+    full checks in one line. Where the kernel checks nothing (another backend, or an empty input,
+    which launches nothing) the full checks run on every call. In the emulator nothing checks the
+    arguments: the key holds every attribute the checks read (:func:`_full_key`). An entry is used
+    only while :func:`runtime.mode` is still the one it was made under. Anything but tensors misses
+    the key and gets the full checks, which name the problem.
     """
     m = runtime.mode()
     try:
-        key = (x.shape, x.dtype, x.device, x.is_contiguous(), gamma.shape, gamma.dtype, gamma.device,
-               gamma.is_contiguous()) if out is None else (
-               x.shape, x.dtype, x.device, x.is_contiguous(), gamma.shape, gamma.dtype, gamma.device,
-               gamma.is_contiguous(), out.shape, out.dtype, out.device, out.is_contiguous())
+        key = (x.shape, x.dtype, out is None) if m.name == "gpu" else _full_key(x, gamma, out)
         hit = calls.get(key)
     except (AttributeError, TypeError):      # not tensors: the full checks say what is wrong
         key = hit = None
@@ -404,24 +415,31 @@ def _call(calls: dict, kernel_for, x, gamma, eps, out):
             how = "guarded"                   # launch on x's GPU, whichever is current
         else:
             how = "direct" if x.dim() == 2 else "view"
-        hit = (m, None if how == "empty" else kernel_for(C, _dtype_name(x)), C, how)
-        if key is not None:
-            if len(calls) >= _VALIDATED_MAX:
-                calls.clear()
-            calls[key] = hit
+        kernel = None if how == "empty" else kernel_for(C, _dtype_name(x))
+        trusted = m.name != "gpu" or (how in ("direct", "view") and runtime.checks_its_arguments(kernel))
+        hit = (m, kernel, C, how, trusted)
+        calls.remember(key, hit)
+    elif not hit[4]:                          # GPU mode, and nothing else checks these arguments
+        validate_rmsnorm_silu_inputs(x, gamma, out)
     elif out is not None and out.data_ptr() == x.data_ptr() and hit[3] != "empty":
         raise ValueError("rmsnorm_silu: out must not be x itself (in-place is not supported)")
-    _, kernel, C, how = hit
+    _, kernel, C, how, _ = hit
     y = _torch.empty_like(x) if out is None else out
-    if how == "direct":
-        kernel(x, gamma, y, float(eps))       # runtime.run's GPU path, without asking again
-    elif how == "view":
-        kernel(x.view(-1, C), gamma, y.view(-1, C), float(eps))
-    elif how == "guarded":
-        with _torch.cuda.device(x.device):
+    try:
+        if how == "direct":
+            kernel(x, gamma, y, float(eps))       # runtime.run's GPU path, without asking again
+        elif how == "view":
             kernel(x.view(-1, C), gamma, y.view(-1, C), float(eps))
-    elif how == "run":
-        runtime.run(kernel, x.view(-1, C), gamma, y.view(-1, C), float(eps))
+        elif how == "guarded":
+            with _torch.cuda.device(x.device):
+                kernel(x.view(-1, C), gamma, y.view(-1, C), float(eps))
+        elif how == "run":
+            runtime.run(kernel, x.view(-1, C), gamma, y.view(-1, C), float(eps))
+    except Exception:
+        problem = first_problem(_validate_fully, x, gamma, out, "rmsnorm_silu", m.device)
+        if problem is None:                   # not an argument the checks refuse: the kernel's own error
+            raise
+        raise problem from None
     return y
 
 
@@ -449,7 +467,7 @@ def rmsnorm_silu_from(program):
     cells run the reader's kernel. (A separate function, so that the op's own code, which the
     benchmark records fingerprint, stays as measured.)
     """
-    calls: dict = {}
+    calls = runtime.CallCache(_VALIDATED_MAX)
 
     def kernel_for(C: int, dtype: str):
         return _build_from(program, C, dtype, config_for(C, dtype), runtime.current_arch())

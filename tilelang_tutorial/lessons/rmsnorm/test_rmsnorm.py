@@ -516,7 +516,7 @@ def test_the_op_checks_once_per_key_and_still_rejects_bad_input_of_a_cached_key(
     real_validate, real_build = rs._validate_fully, rs._op_kernel
     monkeypatch.setattr(rs, "_validate_fully", lambda *a: full_checks.append(1) or real_validate(*a))
     monkeypatch.setattr(rs, "_op_kernel", lambda *a: builds.append(a) or real_build(*a))
-    monkeypatch.setattr(rs, "_CALLS", {})
+    monkeypatch.setattr(rs, "_CALLS", runtime.CallCache())
     monkeypatch.setattr(rs, "_VALIDATED", {})
     ref = rs.rmsnorm_silu_reference(x, gamma)
     for _ in range(3):

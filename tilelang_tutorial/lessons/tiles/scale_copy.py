@@ -86,8 +86,8 @@ def scale_copy_reference(x, alpha: float):
 #: kernel's launcher (:func:`runtime.launcher`: the kernel itself on the GPU, the emulator
 #: otherwise); ``trusted``: a later call with the key may skip the checks. Bounded: cleared when it
 #: reaches _FAST_MAX entries.
-_FAST: dict = {}
 _FAST_MAX = 1024
+_FAST = runtime.CallCache(_FAST_MAX)
 
 
 def _call_key(x, out, m, config):
@@ -139,10 +139,7 @@ def scale_copy(x, alpha: float, *, out=None, **config):
         launch = runtime.launcher(kernel)
         trusted = m.name != "gpu" or (launch is kernel and runtime.checks_its_arguments(kernel))
         fast = (build_scale_copy, launch, trusted)
-        if key is not None:
-            if len(_FAST) >= _FAST_MAX:
-                _FAST.clear()
-            _FAST[key] = fast
+        _FAST.remember(key, fast)
     elif not fast[2]:       # a GPU-mode key, and a launcher that does not check its arguments
         _check(x, out, m.device)
     y = torch.empty_like(x) if out is None else out
