@@ -231,6 +231,30 @@ def test_calls_are_timed_in_alternating_rounds_so_a_drift_does_not_land_on_one(f
     assert rec["host_cost"]["rounds_us"]["op"] == [None] + [10.0] * (rounds - 1) and rec["value"] == pytest.approx(10.0)
 
 
+def test_the_excess_is_the_median_of_each_rounds_own_difference(fake_suite, monkeypatch):
+    """The runner's host switches between two speeds between rounds (H200, 2026-12-01: the
+    drop-in at M = 1, C = 4096): the difference of the two calls' median rounds took one call's
+    slow round and the other's fast one, +3.1 us, where the rounds' own differences are 1.7-3.3 us
+    and their median 2.3 us. The record judges the paired figure and keeps the other."""
+    def op(): pass
+    def bare(): pass
+    rounds = {op: [14.5, 14.5, 14.3, 9.5, 9.5], bare: [11.2, 11.4, 12.0, 7.8, 7.8]}
+    assert host_cost.ROUNDS == 5
+    monkeypatch.setattr(host_cost, "issue_us", lambda fn, **kw: 5.0)
+    seen = []
+
+    def by_round(fn, *, regime="kernel", tolerance=timing.DEFAULT_TOLERANCE):
+        seen.append(fn)
+        return _timing(rounds[fn][seen.count(fn) - 1]), None
+    monkeypatch.setattr(timing, "measure_or_note", by_round)
+    h = _measure({}, op=op, bare=bare)["host_cost"]
+    assert h["op_us"] == pytest.approx(14.3) and h["bare_us"] == pytest.approx(11.2)
+    assert h["excess_of_figures_us"] == pytest.approx(3.1)
+    assert h["excess_us"] == pytest.approx(2.3) and h["excess_met"]
+    assert host_cost.paired_difference([1.0, None, 3.0], [0.5, 1.0, None]) is None, "fewer than half the rounds"
+    assert host_cost.paired_difference([1.0, None, 3.0, 4.0], [0.5, 1.0, 2.0, 3.0]) == pytest.approx(1.0)
+
+
 def test_records_save_and_the_goals_are_judged(fake_suite, monkeypatch):
     def op(): pass
     def bare(): pass

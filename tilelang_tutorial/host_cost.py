@@ -168,32 +168,61 @@ def issue_us(fn: Callable[[], object], *, calls: int = 200, repeats: int = 5) ->
     return statistics.median(loops)
 
 
+def paired_difference(rounds_a: list, rounds_b: list) -> float | None:
+    """The median over rounds of ``a - b`` within one round (rounds where either was not timed left
+    out), or None where fewer than half the rounds have both.
+
+    Why paired (decided 2026-12-01, before the records that use it): the runner's host switches
+    between two speeds from one round to the next -- an op's rounds read 14.3, 14.5, 14.3, 9.5,
+    9.5 us and its bare call's, timed beside them, 11.2, 11.4, 12.0, 7.8, 7.8 -- so the difference
+    of the two medians can take one call's slow round and the other's fast one (+3.1 us here, where
+    every round's own difference is 1.7-3.3 us). The two calls of one round run seconds apart at
+    most, in the same state: their difference is the op's own cost."""
+    diffs = sorted(a - b for a, b in zip(rounds_a, rounds_b) if a is not None and b is not None)
+    if not diffs or 2 * len(diffs) < len(rounds_a):
+        return None
+    return statistics.median(diffs)
+
+
 def verdict(op_us: float, bare_us: float, eager_us: float | None = None, *,
-            goal_excess_us: float = GOAL_EXCESS_US) -> dict:
+            goal_excess_us: float = GOAL_EXCESS_US, excess_us: float | None = None,
+            op_minus_eager_us: float | None = None) -> dict:
     """The ``host_cost`` field of a record: the op's and the bare call's microseconds per call, the
     difference, and whether the goals are met (the excess at most ``goal_excess_us``; where eager
-    torch was timed, the op at or below it)."""
-    out = {"op_us": op_us, "bare_us": bare_us, "excess_us": op_us - bare_us,
-           "goal_excess_us": goal_excess_us, "excess_met": op_us - bare_us <= goal_excess_us}
+    torch was timed, the op at or below it). ``excess_us`` / ``op_minus_eager_us``: the paired
+    differences (:func:`paired_difference`) where measured; the difference of the figures
+    otherwise."""
+    excess = op_us - bare_us if excess_us is None else excess_us
+    out = {"op_us": op_us, "bare_us": bare_us, "excess_us": excess, "excess_of_figures_us": op_us - bare_us,
+           "goal_excess_us": goal_excess_us, "excess_met": excess <= goal_excess_us}
     if eager_us is not None:
-        out.update(eager_us=eager_us, op_minus_eager_us=op_us - eager_us, eager_met=op_us <= eager_us)
+        diff = op_us - eager_us if op_minus_eager_us is None else op_minus_eager_us
+        out.update(eager_us=eager_us, op_minus_eager_us=diff, eager_met=diff <= 0)
     out["met"] = out["excess_met"] and out.get("eager_met", True)
     return out
 
 
 def record_fields(timed: dict, *, op: str = "op", bare: str = "bare", eager: str | None = None,
-                  bare_name: str, eager_name: str | None = None, eager_goal: bool = True) -> dict:
+                  bare_name: str, eager_name: str | None = None, eager_goal: bool = True,
+                  rounds_us: dict | None = None) -> dict:
     """The keyword arguments of ``results.make_record`` that every host-cost record shares, from
     :func:`timed_calls`' timings: the op's figure (µs per call, the cross-checked timing), the bare
     call as the reference, eager torch (when timed) as a peer, and judged against it where
-    ``eager_goal``."""
+    ``eager_goal``; with ``rounds_us`` (:func:`timed_calls`' third value) the differences judged
+    are the paired ones (:func:`paired_difference`)."""
     t_op, t_bare = timed[op], timed[bare]
     t_eager = timed.get(eager) if eager else None
+    paired = {}
+    if rounds_us:
+        paired["excess_us"] = paired_difference(rounds_us[op], rounds_us[bare])
+        if t_eager and eager_goal:
+            paired["op_minus_eager_us"] = paired_difference(rounds_us[op], rounds_us[eager])
     fields = dict(
         metric=METRIC, value=t_op.ms * 1e3, unit="us", latency_ms=t_op.ms, timing=t_op,
         reference={"name": bare_name, "value": t_bare.ms * 1e3, "unit": "us", "latency_ms": t_bare.ms,
                    "timing": t_bare.as_dict()},
-        host_cost=verdict(t_op.ms * 1e3, t_bare.ms * 1e3, t_eager.ms * 1e3 if t_eager and eager_goal else None),
+        host_cost=verdict(t_op.ms * 1e3, t_bare.ms * 1e3, t_eager.ms * 1e3 if t_eager and eager_goal else None,
+                          **paired),
     )
     if t_eager is not None:
         fields["peers"] = {"eager_torch": {"name": eager_name, "value": t_eager.ms * 1e3, "unit": "us",
@@ -259,13 +288,17 @@ def measure_record(*, suite: str, kernel: str, config: dict, shape: dict, dtype:
     issue["issue_method"] = ("wall clock around 200 calls with no synchronisation inside the loop (host time to "
                              "issue a call; the GPU may still be running), median of 5; one method, context only")
     fields = record_fields(timed, eager="eager" if eager is not None else None, bare_name=bare_name,
-                           eager_name=eager_name, eager_goal=eager_goal and op_as_eager is None)
+                           eager_name=eager_name, eager_goal=eager_goal and op_as_eager is None,
+                           rounds_us=rounds_us)
     if op_as_eager is not None and eager_goal:
         host = fields["host_cost"]
         if "op_as_eager" in timed and "eager" in timed:
             mine, theirs = timed["op_as_eager"].ms * 1e3, timed["eager"].ms * 1e3
+            diff = paired_difference(rounds_us["op_as_eager"], rounds_us["eager"])
+            diff = mine - theirs if diff is None else diff
             host.update(op_allocating_us=mine, op_allocating_timing=timed["op_as_eager"].as_dict(),
-                        eager_us=theirs, op_minus_eager_us=mine - theirs, eager_met=mine <= theirs)
+                        eager_us=theirs, op_minus_eager_us=diff, op_minus_eager_of_figures_us=mine - theirs,
+                        eager_met=diff <= 0)
         host["met"] = host["excess_met"] and host.get("eager_met", False)
     rec = results.make_record(suite=suite, kernel=kernel, config=config, shape=shape, dtype=dtype,
                               correctness=dict(correctness(op_check), bare_call=correctness(bare_check)),
@@ -273,7 +306,10 @@ def measure_record(*, suite: str, kernel: str, config: dict, shape: dict, dtype:
     rec["host_cost"].update(issue)
     rec["host_cost"]["rounds_us"] = rounds_us
     rec["host_cost"]["rounds_method"] = (f"each call timed in {ROUNDS} rounds, the order alternating between "
-                                         "rounds; the figure is its median round")
+                                         "rounds; the figure is its median round; excess_us and op_minus_eager_us "
+                                         "are the median over rounds of the difference within a round (the "
+                                         "difference of the figures: excess_of_figures_us, "
+                                         "op_minus_eager_of_figures_us)")
     rec["host_cost"]["met"] = rec["host_cost"]["met"] and bool(op_check.ok)    # a wrong answer meets nothing
     rec["call"] = call
     print(line(label, rec["host_cost"], op_check), flush=True)
