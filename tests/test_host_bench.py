@@ -273,6 +273,23 @@ def test_records_save_and_the_goals_are_judged(fake_suite, monkeypatch):
     assert "host_demo" in report.table_text("host_demo") or "12" in report.table_text("host_demo")
 
 
+def test_a_computed_column_shows_a_dash_where_a_record_lacks_what_it_reads(fake_suite, monkeypatch):
+    """A peer that was not timed keeps its reason instead of a value: a table computing a ratio
+    from it shows "-" in that row (as a dotted path does) instead of failing the reader's cell."""
+    def op(): pass
+    def bare(): pass
+    _fake_times(monkeypatch, {op: 12.0, bare: 10.0})
+    timed = dict(_measure({}, op=op, bare=bare), peers={"other": {"value": 6.0, "unit": "us"}})
+    untimed = dict(_measure({}, op=op, bare=bare), shape={"M": 2}, peers={"other": {"error": "methods disagree"}})
+    results.save("host_demo", [timed, untimed], provenance_info=dict(PROV), goals=host_cost.goals())
+    text = report.table_text("host_demo", columns=["shape.M", ("other", "peers.other.value"),
+                                                   ("ratio", lambda r: r["value"] / r["peers"]["other"]["value"])])
+    rows = [line.split() for line in text.splitlines() if line[:1].strip() in ("1", "2")]
+    assert rows == [["1", "6", "2"], ["2", "-", "-"]], text
+    with pytest.raises(ZeroDivisionError):           # a column's own error is not hidden
+        report.table_text("host_demo", columns=[("bad", lambda r: 1 / 0)])
+
+
 # ------------------------------------------------------------------------------------------------
 # On the GPU
 # ------------------------------------------------------------------------------------------------

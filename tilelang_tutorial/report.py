@@ -107,7 +107,18 @@ def _column(spec) -> tuple[str, Callable[[Any], Any]]:
     label, get = spec
     if isinstance(get, str):
         return label, lambda r, p=get: field(r, p)
-    return label, get
+    return label, _or_missing(get)
+
+
+def _or_missing(get: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A computed column's cell, "-" where the record lacks what it reads (a peer that was not
+    timed has no ``value``: its record holds the reason instead), as a dotted path's cell is."""
+    def cell(r):
+        try:
+            return get(r)
+        except (KeyError, TypeError):
+            return None
+    return cell
 
 
 def _varying(recs, prefix: str) -> list[str]:
