@@ -160,20 +160,24 @@ class _FakeGPUMode(runtime.Mode):
         return "cpu"
 
 
-def _checking_stand_in(N, dtype, outputs):
-    def check(name, t, shape, want_dtype):
-        if t.dtype != want_dtype:
-            raise RuntimeError(f"kernel input {name} dtype mismatch, expected {want_dtype}")
-        if t.dim() != len(shape) or any(w is not None and h != w for h, w in zip(t.shape, shape)):
-            raise RuntimeError(f"kernel input {name} shape violates packed ABI constraint")
-        if not t.is_contiguous():
-            raise RuntimeError(f"kernel input {name} strides violates packed ABI constraint")
-        if t.device.type != "cpu":
-            raise RuntimeError(f"kernel input {name} device_type mismatch")
+def _check_arg(kernel_name, name, t, shape, dtype, device_type):
+    """What TileLang's generated host code asserts of one tensor argument (its messages)."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"kernel {kernel_name} expects a tensor for {name}")
+    if t.dtype != dtype:
+        raise RuntimeError(f"kernel {kernel_name} input {name} dtype mismatch")
+    if t.dim() != len(shape) or any(w is not None and h != w for h, w in zip(t.shape, shape)):
+        raise RuntimeError(f"kernel {kernel_name} input {name} shape violates packed ABI constraint")
+    if not t.is_contiguous():
+        raise RuntimeError(f"kernel {kernel_name} input {name} strides violates packed ABI constraint")
+    if t.device.type != device_type:
+        raise RuntimeError(f"kernel {kernel_name} input {name} device_type mismatch")
 
+
+def _checking_stand_in(N, dtype, outputs):
     def kernel(x, y, *scalars):
-        check("X", x, (None, N), dtype)
-        check("Y", y, (x.shape[0], N)[:outputs], dtype if outputs == 2 else torch.float32)
+        _check_arg("main", "X", x, (None, N), dtype, "cpu")
+        _check_arg("main", "Y", y, (x.shape[0], N)[:outputs], dtype if outputs == 2 else torch.float32, "cpu")
         y.copy_(x.float() * scalars[0] if scalars else x.float().sum(1))
     return kernel
 
@@ -418,20 +422,6 @@ def test_gpu_a_real_plan_names_each_bad_input_the_kernel_refuses():
 # ------------------------------------------------------------------------------------------------
 # fused_rmsnorm_silu and gemm_relu: in GPU mode the key is what picks the kernel
 # ------------------------------------------------------------------------------------------------
-
-def _check_arg(kernel_name, name, t, shape, dtype, device_type):
-    """What TileLang's generated host code asserts of one tensor argument (its messages)."""
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"kernel {kernel_name} expects a tensor for {name}")
-    if t.dtype != dtype:
-        raise RuntimeError(f"kernel {kernel_name} input {name} dtype mismatch")
-    if t.dim() != len(shape) or any(w is not None and h != w for h, w in zip(t.shape, shape)):
-        raise RuntimeError(f"kernel {kernel_name} input {name} shape violates packed ABI constraint")
-    if not t.is_contiguous():
-        raise RuntimeError(f"kernel {kernel_name} input {name} strides violates packed ABI constraint")
-    if t.device.type != device_type:
-        raise RuntimeError(f"kernel {kernel_name} input {name} device_type mismatch")
-
 
 @pytest.fixture
 def rms_fake_gpu(monkeypatch):
