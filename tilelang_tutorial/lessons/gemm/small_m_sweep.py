@@ -230,10 +230,6 @@ def host_section(points=HOST_POINTS):
 
 
 def sweep(argv=None) -> int:
-    import torch
-
-    from . import kernel, rule
-
     parser = argparse.ArgumentParser(prog="sweep gemm_small_m")
     parser.add_argument("--budget", type=float, default=100.0, help="stop measuring after this many seconds")
     parser.add_argument("--precompile-only", action="store_true", help="fill the kernel cache and stop")
@@ -245,11 +241,23 @@ def sweep(argv=None) -> int:
     parser.add_argument("--no-host", action="store_true", help="leave out the op's host-cost section")
     parser.add_argument("--only", help="comma-separated candidate names (default: all)")
     args = parser.parse_args(argv or [])
+    default = dict(PLAN)
     PLAN.update(dtype=args.dtype, random=not args.no_random,
                 ms=tuple(int(m) for m in args.ms.split(",")) if args.ms else MS,
                 widths=tuple(tuple(int(v) for v in w.split("x")) for w in args.widths.split(",")) if args.widths
                 else WIDTHS,
                 only=tuple(args.only.split(",")) if args.only else None)
+    try:
+        return _sweep(args)
+    finally:
+        PLAN.update(default)          # this run's options end with it
+
+
+def _sweep(args) -> int:
+    import torch
+
+    from . import kernel, rule
+
     if args.precompile_only:
         precompile()
         return 0
