@@ -20,6 +20,14 @@ SUITES = {"gemm_rates": "bench:run_rates", "gemm": "bench:run", "gemm_rule": "be
 SWEEPS = {"gemm_small_m": "small_m_sweep:sweep"}
 
 
+def program_of(config: dict):
+    """The kernel factory a record's single-kernel config ran: notebook 02's, or the op's kernel for
+    the last row of tiles that its rule chose (``last_rows`` in the config, :mod:`.last_rows`)."""
+    from . import kernel, last_rows
+
+    return last_rows.program_for(config.get("last_rows", "filled")) or kernel.gemm_relu_program
+
+
 def measured(record):
     """What a ``gemm`` / ``gemm_sweep`` / ``gemm_rates`` record measured: the dynamic-M program(s) of
     its config (the split-K pair when it split K), and for records of the op, the op's Python."""
@@ -37,7 +45,7 @@ def measured(record):
     elif c.get("split", 1) > 1:
         progs = split_k.programs(s["N"], s["K"], c["split"], cfg, dt)
     else:
-        progs = [kernel.gemm_relu_program(None, s["N"], s["K"], in_dtype=dt, dynamic_m=True, **cfg.as_dict())]
+        progs = [program_of(c)(None, s["N"], s["K"], in_dtype=dt, dynamic_m=True, **cfg.as_dict())]
     if c.get("variant") == "rule":
         progs += [kernel.gemm_relu, kernel._plan, kernel.validate_inputs]
     return progs

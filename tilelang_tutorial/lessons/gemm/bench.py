@@ -91,18 +91,19 @@ def tflops(M, N, K, ms) -> float:
 
 def _precompile_job(job):
     """Worker-process entry (fills TileLang's disk cache): a plain ``(N, K, config, dtype)`` job or
-    a rule job ``(N, K, config, split, dtype)``."""
-    from . import gemv, split_k
+    a rule job ``(N, K, config, split, dtype[, last_rows])``."""
+    from . import gemv, last_rows, split_k
 
     if job[0] == "gemv":
         gemv.build_gemv_relu(*job[1:])
         return
-    if len(job) == 5:
-        N, K, cfg, split, dtype = job
+    if len(job) in (5, 6):
+        N, K, cfg, split, dtype, rows = job if len(job) == 6 else job + ("filled",)
         if split > 1:
             split_k.build_split_k(N, K, split, cfg, dtype)
             return
-        job = (N, K, cfg, dtype)
+        gr.build_gemm_relu(N, K, config=cfg, dtype=dtype, program=last_rows.program_for(rows))
+        return
     N, K, cfg, dtype = job
     gr.build_gemm_relu(N, K, config=cfg, dtype=dtype)
 
@@ -325,7 +326,7 @@ RULE_COMMAND = "python -m tilelang_tutorial bench gemm_rule"
 #: LLM widths for the small-M set: (N, K) of a square projection, an up and a down projection, a
 #: large square
 SMALL_M_WIDTHS = ((4096, 4096), (8192, 2048), (2048, 8192), (8192, 8192))
-SMALL_M_FIXED = (1, 16, 64, 128)
+SMALL_M_FIXED = (1, 16, 64, 80, 128)
 
 
 def draw_seed() -> int:
@@ -347,7 +348,7 @@ def random_shapes(n: int = 12, seed: int | None = None) -> list[tuple]:
 
 
 def small_m_shapes(extra: int = 2, seed: int | None = None) -> list[tuple]:
-    """M in 1, 16, 64, 128 (fp16) and ``extra`` more M drawn afresh from 2..127 (bf16), each on every
+    """M in 1, 16, 64, 80, 128 (fp16) and ``extra`` more M drawn afresh from 2..127 (bf16), each on every
     width of :data:`SMALL_M_WIDTHS`."""
     import random
 
@@ -364,7 +365,7 @@ GOALS = (
      "where": {"shape.set": "random"}},
     {"name": "random shapes: every shape vs torch relu(a @ b)", "min": 0.80, "unit": "x torch",
      "metric": "ratio_to_reference", "where": {"shape.set": "random"}},
-    {"name": "small M (1, 16, 64, 128 and two M drawn from 2..127; (N, K) in 4096 x 4096, 8192 x 2048, 2048 x 8192, "
+    {"name": "small M (1, 16, 64, 80, 128 and two M drawn from 2..127; (N, K) in 4096 x 4096, 8192 x 2048, 2048 x 8192, "
              "8192 x 8192) vs torch relu(a @ b)", "min": 0.90,
      "unit": "x torch", "metric": "ratio_to_reference", "where": {"shape.set": "small M"}},
 )
@@ -378,18 +379,21 @@ def _rule_jobs(shapes, arch):
 
 def prebuild_rule(choices, arch=None):
     """Compile every kernel the rule picked for these shapes, in parallel."""
-    from . import gemv, split_k
+    from . import gemv, last_rows, split_k
 
-    jobs = sorted({("gemv", N, K, c.gemv, dt) if c.gemv else (N, K, c.config, c.split, dt)
-                   for (M, N, K, dt), c in choices.items()}, key=str)
+    jobs = {("gemv", N, K, c.gemv, dt) if c.gemv else (N, K, c.config, c.split, dt, c.last_rows)
+            for (M, N, K, dt), c in choices.items()}
+    # and notebook 02's kernel beside each kernel of the last row of tiles (rule_records' contrast)
+    jobs |= {(N, K, c.config, 1, dt, "filled") for (M, N, K, dt), c in choices.items() if c.last_rows != "filled"}
+    jobs = sorted(jobs, key=str)
 
     def build(job):
         if job[0] == "gemv":
             return gemv.build_gemv_relu(job[1], job[2], job[3], job[4], arch)
-        N, K, cfg, split, dt = job
+        N, K, cfg, split, dt, rows = job
         if split > 1:
             return split_k.build_split_k(N, K, split, cfg, dt, arch)
-        return gr.build_gemm_relu(N, K, config=cfg, dtype=dt, arch=arch)
+        return gr.build_gemm_relu(N, K, config=cfg, dtype=dt, arch=arch, program=last_rows.program_for(rows))
 
     if arch is None:
         runtime.precompile(jobs, f"{__name__}:_precompile_job")
@@ -446,6 +450,11 @@ def rule_records(sets, skipped: list | None = None) -> list:
             del a, b, c
             continue
         flops = 2.0 * M * N * K
+        peers = {}
+        if choice.last_rows != "filled":      # the contrast: notebook 02's kernel, same tile, rows past M filled
+            filled = _filled_rows_peer(a, b, choice, dt, M, N, K)
+            if filled is not None:
+                peers["filled_rows"] = filled
         rec = results.make_record(
             suite="gemm_rule", kernel="gemm_relu", config=dict(choice.as_dict(), variant="rule", arch=arch),
             shape={"M": M, "N": N, "K": K, "set": set_name}, dtype=dt, metric="throughput",
@@ -453,7 +462,7 @@ def rule_records(sets, skipped: list | None = None) -> list:
             nbytes=2.0 * (M * K + K * N + M * N),
             reference={"name": "torch relu(a @ b)", "value": tflops(M, N, K, torch_t.ms), "unit": "TFLOP/s",
                        "latency_ms": torch_t.ms, "timing": torch_t.as_dict()},
-            ceiling=None,
+            ceiling=None, peers=peers,
             correctness={"rel_error": cmp.rel_error, "unwritten": cmp.unwritten, "tolerance": cmp.tolerance,
                          "ok": cmp.ok, "reference": "fp32 torch relu(a.float() @ b.float())"},
         )
@@ -466,6 +475,22 @@ def rule_records(sets, skipped: list | None = None) -> list:
         del a, b, c
     torch.cuda.empty_cache()
     return out
+
+
+def _filled_rows_peer(a, b, choice, dt, M, N, K):
+    """Notebook 02's kernel with the choice's tile (TMA filling the rows past M), called directly
+    on the same inputs: checked, then timed as the op is. None when its timing methods disagree."""
+    c = checks.poisoned((M, N), a.dtype, "cuda")
+    compiled = runtime.launcher(gr.build_gemm_relu(N, K, config=choice.config, dtype=dt))
+    compiled(a, b, c)
+    cmp = checks.compare(c, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dt])
+    try:
+        t = timing.measure(lambda: compiled(a, b, c))
+    except timing.TimingDisagreement:
+        return None
+    return {"name": "notebook 02's kernel, the same tile, rows past M filled by TMA (compiled kernel called directly)",
+            "value": tflops(M, N, K, t.ms), "unit": "TFLOP/s", "latency_ms": t.ms, "timing": t.as_dict(),
+            "correctness": {"ok": cmp.ok, "rel_error": cmp.rel_error, "unwritten": cmp.unwritten}}
 
 
 def summarize_rule(records) -> str:

@@ -33,7 +33,9 @@ def measured(record):
     elif c["split"] > 1:
         progs = split_k.programs(s["N"], s["K"], c["split"], cfg, dt)
     else:
-        progs = [kernel.gemm_relu_program(None, s["N"], s["K"], in_dtype=dt, dynamic_m=True, **cfg.as_dict())]
+        from . import program_of
+
+        progs = [program_of(c)(None, s["N"], s["K"], in_dtype=dt, dynamic_m=True, **cfg.as_dict())]
     return progs + [kernel.gemm_relu, kernel._plan, kernel._validate, kernel.validate_inputs, rule.choose]
 
 
@@ -59,7 +61,10 @@ def bare_call(a, b, out, choice):
             partial(a, b, workspace)
             reduce(workspace, out)
         return bare, "compiled split-K pair: partial(a, b, workspace); reduce(workspace, c)"
-    compiled = kernel.build_gemm_relu(N, K, config=choice.config, dtype=DTYPE)
+    from . import last_rows
+
+    compiled = kernel.build_gemm_relu(N, K, config=choice.config, dtype=DTYPE,
+                                      program=last_rows.program_for(choice.last_rows))
     return (lambda: compiled(a, b, out)), "compiled kernel(a, b, c)"
 
 

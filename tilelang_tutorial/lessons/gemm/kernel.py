@@ -209,7 +209,7 @@ def _plan(a, b, config, out, program):
     need not re-check contiguity on each call."""
     import torch
 
-    from . import rule, split_k
+    from . import last_rows, rule, split_k
 
     M, N, K, dtype = _validate(a, b, config, out)
     tdt, dev = a.dtype, a.device
@@ -230,6 +230,8 @@ def _plan(a, b, config, out, program):
         choice = rule.choose(M, N, K, dtype)
         config = choice.config
         split = choice.split if program is None else 1
+        if program is None:           # the rule's kernel for the last row of tiles (a reader's runs as it is)
+            program = last_rows.program_for(choice.last_rows)
         if choice.gemv and program is None:
             from . import gemv
 

@@ -66,11 +66,15 @@ class GemmChoice:
     predicted_us: float | None  # the model's time (None when no rates were measured)
     why: str
     gemv: tuple = ()            # the GEMV kernel's knobs ((name, value), ...) when it runs that instead
+    last_rows: str = "filled"   # the last row of tiles (last_rows.PROGRAMS): "filled" (notebook 02's
+                                # kernel, TMA zero-fills rows past M), "clamped" or "two slices"
 
     def as_dict(self) -> dict:
         out = {"candidate": self.name, "split": self.split, **self.config.as_dict()}
         if self.gemv:
             out["gemv"] = dict(self.gemv)
+        if self.last_rows != "filled":
+            out["last_rows"] = self.last_rows
         return out
 
     @property
@@ -78,7 +82,8 @@ class GemmChoice:
         """What runs, in one word: the tile's name (with ``/kS`` for a split of K) or the GEMV's knobs."""
         if self.gemv:
             return "gemv " + " ".join(f"{k}={v}" for k, v in self.gemv)
-        return self.config.name + (f"/k{self.split}" if self.split > 1 else "")
+        return (self.config.name + (f"/k{self.split}" if self.split > 1 else "")
+                + ("" if self.last_rows == "filled" else f" ({self.last_rows})"))
 
 
 def smem_bytes(config: GemmConfig, elem: int = 2) -> int:
@@ -213,6 +218,11 @@ LARGE_M_TILES = (
     ("narrow", CANDIDATES["narrow"], 440.0),
 )
 SM_COUNT = 132
+#: up to this M (at least 40 of a 128-row tile's rows past M), the 128 x 64 tile loads A as two
+#: clamped 64-row slices (last_rows.two_slice_program): at 8192 x 8192 on the H200 that took 56 us at
+#: M = 65 ... 93 where the filled tile took 60-70 us, but 56 against 48 us at M = 119 and 128
+#: (the two slices' separate multiplies cost about 15 % when no row is filled)
+TWO_SLICES_MAX_M = 88
 #: a K this long is worth splitting when N gives too few blocks (below it the reduction's fixed cost wins)
 SPLIT_MIN_K = 4096
 
@@ -232,8 +242,9 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16") -> GemmChoic
       most 160 blocks); fewer
       blocks and K >= 4096: 64-wide tiles with K split 2 or 4 (about 128 blocks); otherwise the
       64-wide tile as it is.
-    * 64 < M <= 128: a 128 x 64 tile where N / 64 >= 100; else two rows of 64 x 64 (or 64 x 32)
-      blocks, whichever first reaches 100 blocks.
+    * 64 < M <= 128: a 128 x 64 tile where N / 64 >= 100 (up to M = 88 loaded as two clamped
+      64-row slices); else two rows of 64 x 64 (or 64 x 32) blocks, whichever first reaches 100
+      blocks, the second row clamped to end at row M (:mod:`.last_rows`: no rows past M loaded).
     * M > 128: of the tuned, a 128 x 128 and the 64 x 128 tile, the fewest waves x tile time at
       each tile's measured rate.
     """
@@ -261,10 +272,16 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16") -> GemmChoic
         return _pick("m64n64k128s4", tiles["m64n64k128s4"], 1, M, N, "64-wide tiles (K too short to split)")
     if M <= 128:
         if math.ceil(N / 64) >= 100:
+            if M <= TWO_SLICES_MAX_M:
+                return _pick("m128n64k64s6", tiles["m128n64k64s6"], 1, M, N,
+                             f"128 x 64 tiles, A in two 64-row slices ({128 - M} rows past M not loaded)",
+                             "two slices")
             return _pick("m128n64k64s6", tiles["m128n64k64s6"], 1, M, N, "128 x 64 tiles")
         if 2 * math.ceil(N / 64) >= 100:
-            return _pick("m64n64k128s4", tiles["m64n64k128s4"], 1, M, N, "two rows of 64 x 64 tiles")
-        return _pick("m64n32k256s4", tiles["m64n32k256s4"], 1, M, N, "two rows of 64 x 32 tiles")
+            return _pick("m64n64k128s4", tiles["m64n64k128s4"], 1, M, N,
+                         "two rows of 64 x 64 tiles, the second clamped to end at row M", "clamped")
+        return _pick("m64n32k256s4", tiles["m64n32k256s4"], 1, M, N,
+                     "two rows of 64 x 32 tiles, the second clamped to end at row M", "clamped")
     best = None
     for name, cfg, rate in LARGE_M_TILES:
         cfg = cfg or TUNED_CONFIGS[dtype]
@@ -276,8 +293,9 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16") -> GemmChoic
     return GemmChoice(name, cfg, 1, t, f"the fewest waves x tile time: {blocks} blocks of {cfg.block_M} x {cfg.block_N}")
 
 
-def _pick(name, cfg, split, M, N, why):
-    return GemmChoice(name, cfg, split, None, f"M = {M}: {why} ({_blocks(M, N, cfg, split)} blocks)")
+def _pick(name, cfg, split, M, N, why, last_rows="filled"):
+    return GemmChoice(name, cfg, split, None, f"M = {M}: {why} ({_blocks(M, N, cfg, split)} blocks)",
+                      last_rows=last_rows)
 
 
 def model_choice(M: int, N: int, K: int, arch: str, rates) -> GemmChoice:

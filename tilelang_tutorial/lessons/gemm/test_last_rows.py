@@ -1,0 +1,172 @@
+"""The op's kernels for the last row of tiles (last_rows.py): correct on every M around the tile
+edges, chosen by the rule where measured, run by the op, and fingerprinted as what ran."""
+import pytest
+import torch
+
+from tilelang_tutorial import checks, results, runtime
+from tilelang_tutorial.lessons import gemm
+from tilelang_tutorial.lessons.gemm import kernel as gr
+from tilelang_tutorial.lessons.gemm import last_rows, rule
+from tilelang_tutorial.lessons.gemm.rule import SMALL_M_TILES
+
+DEVICE = runtime.mode().device          # "cuda" on a GPU; "cpu" runs the kernels in the emulator
+TOL = checks.TOLERANCE["float16"]
+
+
+def _run(program, config, M, N, K, dtype="float16"):
+    kernel = gr.build_gemm_relu(N, K, config=config, dtype=dtype, program=program)
+    tdt = getattr(torch, dtype)
+    a = checks.random_tensor((M, K), tdt, DEVICE)
+    b = checks.random_tensor((K, N), tdt, DEVICE)
+    c = checks.poisoned((M, N), tdt, DEVICE)          # an element no block writes stays NaN
+    runtime.run(kernel, a, b, c)
+    return checks.compare(c, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dtype])
+
+
+# M below one slice, one slice exactly, just past it, ragged inside two slices, two tiles exactly,
+# and past one 128-row tile (where a clamped origin overlaps the tile above); N = 200 leaves a
+# partial column tile, K = 192 is 3 steps of 64.
+@pytest.mark.parametrize("M", [40, 64, 65, 93, 128, 130, 200])
+def test_clamped_kernel_writes_every_row_once_right(M):
+    assert _run(last_rows.clamped_program, SMALL_M_TILES["m64n64k64s8"], M, 200, 192).ok
+
+
+@pytest.mark.parametrize("M", [40, 65, 72, 88, 127, 128, 130, 300])
+def test_two_slice_kernel_writes_every_row_right(M):
+    assert _run(last_rows.two_slice_program, SMALL_M_TILES["m128n64k64s6"], M, 200, 192).ok
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("M,N,K", [(65, 4096, 4096), (93, 2048, 8192), (72, 8192, 2048), (127, 8192, 1024)])
+def test_the_op_on_the_gpu_at_the_rules_last_row_kernels(M, N, K, dtype):
+    choice = rule.choose(M, N, K, dtype, "sm_90a")
+    assert choice.last_rows in ("clamped", "two slices")
+    tdt = getattr(torch, dtype)
+    a = checks.random_tensor((M, K), tdt, "cuda")
+    b = checks.random_tensor((K, N), tdt, "cuda")
+    out = checks.poisoned((M, N), tdt, "cuda")
+    gr.gemm_relu(a, b, out=out)
+    checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dtype],
+                        what=f"{M}x{N}x{K} {choice.label}")
+
+
+def test_the_clamped_origin_reaches_the_tma_coordinates():
+    """The generated code: A's TMA load starts at min(by * 64, max(m - 64, 0)), not by * 64."""
+    src = gr.build_gemm_relu(4096, 4096, config=SMALL_M_TILES["m64n64k128s4"], dtype="float16",
+                             arch="sm_90a", program=last_rows.clamped_program).get_kernel_source()
+    a_loads = [line for line in src.splitlines() if "tma_load(A_desc" in line]
+    assert a_loads and all("min(" in line and "(m - 64)" in line for line in a_loads), a_loads
+    plain = gr.build_gemm_relu(4096, 4096, config=SMALL_M_TILES["m64n64k128s4"], dtype="float16",
+                               arch="sm_90a").get_kernel_source()
+    assert not any("min(" in line for line in plain.splitlines() if "tma_load(A_desc" in line)
+
+
+def test_two_slices_are_two_tma_boxes_of_64_rows():
+    src = gr.build_gemm_relu(8192, 8192, config=SMALL_M_TILES["m128n64k64s6"], dtype="bfloat16",
+                             arch="sm_90a", program=last_rows.two_slice_program).get_kernel_source()
+    a_loads = [line for line in src.splitlines() if "tma_load(A_desc" in line]
+    assert len(a_loads) == 2 and all("max((m - 64), 0)" in line for line in a_loads), a_loads
+
+
+def test_the_two_slice_kernel_refuses_other_tiles_in_one_line():
+    with pytest.raises(ValueError, match="block_M = 128"):
+        last_rows.two_slice_program(None, 256, 256, block_M=64, dynamic_m=True)
+    with pytest.raises(ValueError, match="store_via_shared"):
+        last_rows.clamped_program(None, 256, 256, store_via_shared=True, dynamic_m=True)
+    with pytest.raises(ValueError, match="last_rows must be one of"):
+        last_rows.program_for("clamp")
+
+
+@pytest.mark.parametrize("M,N,K,expected", [
+    (64, 4096, 4096, "filled"),          # one row of 64-row tiles: nothing past M to avoid
+    (65, 4096, 4096, "clamped"), (93, 2048, 8192, "clamped"), (128, 4096, 4096, "clamped"),
+    (65, 8192, 8192, "two slices"), (88, 8192, 2048, "two slices"),
+    (89, 8192, 8192, "filled"), (119, 8192, 8192, "filled"),   # few rows past M: one 128-row box wins
+    (300, 4096, 4096, "filled"), (1, 4096, 4096, "filled"),
+])
+def test_the_rule_says_which_last_row_kernel(M, N, K, expected):
+    choice = rule.choose(M, N, K, "float16", "sm_90a")
+    assert choice.last_rows == expected, choice
+    assert ("last_rows" in choice.as_dict()) == (expected != "filled")
+    assert (f"({expected})" in choice.label) == (expected != "filled")
+
+
+def test_the_op_builds_the_rules_last_row_kernel_and_a_readers_own(monkeypatch):
+    """gemm_relu runs last_rows.clamped_program where the rule says so, and a reader's factory
+    instead where one is given (that is what flows from a notebook's kernel cell)."""
+    built = []
+
+    def spy(factory):
+        def program(*args, **kwargs):
+            built.append(factory.__name__)
+            return factory(*args, **kwargs)
+        return program
+
+    monkeypatch.setitem(last_rows.PROGRAMS, "clamped", spy(last_rows.clamped_program))
+    gr.clear_plans()
+    M, N, K = 70, 3200, 64                 # the rule: two rows of 64 x 64 tiles, the second clamped
+    assert rule.choose(M, N, K, "float16").last_rows == "clamped"
+    a = checks.random_tensor((M, K), torch.float16, DEVICE)
+    b = checks.random_tensor((K, N), torch.float16, DEVICE)
+    out = checks.poisoned((M, N), torch.float16, DEVICE)
+    gr.gemm_relu(a, b, out=out)
+    assert built == ["clamped_program"]
+    checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=TOL, what="the op, clamped")
+    readers = spy(gr.gemm_relu_program)
+    gr.gemm_relu(a, b, out=out, program=readers)
+    assert built == ["clamped_program", "gemm_relu_program"]
+    gr.clear_plans()
+
+
+def test_a_record_of_the_clamped_path_fingerprints_the_clamped_program():
+    cfg = SMALL_M_TILES["m64n64k128s4"]
+    base = {"suite": "gemm_rule", "kernel": "gemm_relu", "shape": {"M": 93, "N": 4096, "K": 4096}, "dtype": "float16"}
+    config = dict(candidate="m64n64k128s4", split=1, **cfg.as_dict(), variant="rule")
+    filled = results.fingerprint(gemm.measured(dict(base, config=config)))
+    clamped = results.fingerprint(gemm.measured(dict(base, config=dict(config, last_rows="clamped"))))
+    assert filled != clamped
+    assert gemm.program_of({"last_rows": "two slices"}) is last_rows.two_slice_program
+    assert gemm.program_of({}) is gr.gemm_relu_program
+
+
+def test_02b_quotes_the_last_row_logs():
+    """The figures 02b's "last row of tiles" reads out of the two H200 logs are the logs', and
+    the rule's threshold is where those logs put it."""
+    import json
+
+    from tilelang_tutorial.results import REPO_ROOT
+
+    night = REPO_ROOT / "docs/measurements/2026-12-01/night"
+    sweep = {}
+    for block in (night / "gemm_last_rows_m_sweep.log").read_text().split("\n== ")[1:]:
+        head, _, *rows = block.splitlines()
+        dtype, n, k = head.split()[0], head.split()[5], head.split()[7].rstrip(":")
+        for r in rows:
+            f = r.split()
+            if f and f[0].isdigit():       # M, torch, then (us, x, check) for plain / clamped of two tiles
+                sweep[(dtype, int(n), int(k), int(f[0]))] = f
+    assert all(f[4] == f[7] == f[10] == f[13] == "ok" for f in sweep.values())
+    row = lambda M: sweep[("bfloat16", 4096, 4096, M)]           # noqa: E731
+    assert (float(row(65)[1]), float(row(65)[2])) == (19.9, 28.1)
+    assert (float(row(104)[1]), float(row(104)[2])) == (20.1, 22.5)
+    clamped = [float(row(M)[5]) for M in (65, 72, 80, 88, 93, 96, 104, 112, 119, 120, 127, 128)]
+    assert (min(clamped), max(clamped)) == (22.0, 22.7)
+
+    rule_log = {}
+    for r in (night / "gemm_last_rows_rule.log").read_text().splitlines():
+        f = r.split()
+        if len(f) == 10 and "x" in f[0] and f[0][0].isdigit():
+            rule_log[(f[0], f[1])] = f
+    assert all(f[8] == f[9] == "ok" for f in rule_log.values())
+    at = lambda M: rule_log[(f"{M}x8192x8192", "bflo")]            # noqa: E731
+    assert [(float(at(M)[4]), float(at(M)[6])) for M in (65, 93, 119)] == [(70.0, 56.4), (60.1, 56.4), (48.2, 55.7)]
+    assert rule.TWO_SLICES_MAX_M == 88
+
+    nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
+    prose = " ".join(" ".join(c["source"]).replace("\n", " ") for c in nb["cells"] if c["cell_type"] == "markdown")
+    prose = " ".join(prose.split())
+    for quoted in ("took 28.1 µs at `M = 65`", "22.5 µs at `M = 104`", "against torch's 19.9 and 20.1 µs",
+                   "22.0 to 22.7 µs at every `M` from 65 to 128", "took 56.4 µs at `M = 65` and at `M = 93`",
+                   "took 70.0 and 60.1 µs", "48.2 against 55.7 µs", "only up to `M = 88`"):
+        assert quoted in prose, quoted
