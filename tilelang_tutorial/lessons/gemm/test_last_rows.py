@@ -38,7 +38,7 @@ def test_two_slice_kernel_writes_every_row_right(M):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("M,N,K", [(65, 4096, 4096), (93, 2048, 8192), (72, 8192, 2048), (127, 8192, 1024)])
+@pytest.mark.parametrize("M,N,K", [(65, 4096, 4096), (93, 2048, 8192), (72, 8192, 2048), (88, 8192, 1024)])
 def test_the_op_on_the_gpu_at_the_rules_last_row_kernels(M, N, K, dtype):
     choice = rule.choose(M, N, K, dtype, "sm_90a")
     assert choice.last_rows in ("clamped", "two slices")
