@@ -67,7 +67,7 @@ class GemmChoice:
     why: str
     gemv: tuple = ()            # the GEMV kernel's knobs ((name, value), ...) when it runs that instead
     last_rows: str = "filled"   # the last row of tiles (last_rows.PROGRAMS): "filled" (notebook 02's
-                                # kernel, TMA zero-fills rows past M), "clamped" or "two slices"
+                                # kernel, TMA zero-fills rows past M), "clamped" or "two boxes"
 
     def as_dict(self) -> dict:
         out = {"candidate": self.name, "split": self.split, **self.config.as_dict()}
@@ -218,11 +218,6 @@ LARGE_M_TILES = (
     ("narrow", CANDIDATES["narrow"], 440.0),
 )
 SM_COUNT = 132
-#: up to this M (at least 40 of a 128-row tile's rows past M), the 128 x 64 tile loads A as two
-#: clamped 64-row slices (last_rows.two_slice_program): at 8192 x 8192 on the H200 that took 56 us at
-#: M = 65 ... 93 where the filled tile took 60-70 us, but 56 against 48 us at M = 119 and 128
-#: (the two slices' separate multiplies cost about 15 % when no row is filled)
-TWO_SLICES_MAX_M = 88
 #: a K this long is worth splitting when N gives too few blocks (below it the reduction's fixed cost wins)
 SPLIT_MIN_K = 4096
 
@@ -242,8 +237,8 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16") -> GemmChoic
       most 160 blocks); fewer
       blocks and K >= 4096: 64-wide tiles with K split 2 or 4 (about 128 blocks); otherwise the
       64-wide tile as it is.
-    * 64 < M <= 128: a 128 x 64 tile where N / 64 >= 100 (up to M = 88 loaded as two clamped
-      64-row slices); else two rows of 64 x 64 (or 64 x 32) blocks, whichever first reaches 100
+    * 64 < M <= 128: a 128 x 64 tile where N / 64 >= 100, its A loaded as two 64-row boxes that
+      end by row M; else two rows of 64 x 64 (or 64 x 32) blocks, whichever first reaches 100
       blocks, the second row clamped to end at row M (:mod:`.last_rows`: no rows past M loaded).
     * M > 128: of the tuned, a 128 x 128 and the 64 x 128 tile, the fewest waves x tile time at
       each tile's measured rate.
@@ -272,11 +267,8 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16") -> GemmChoic
         return _pick("m64n64k128s4", tiles["m64n64k128s4"], 1, M, N, "64-wide tiles (K too short to split)")
     if M <= 128:
         if math.ceil(N / 64) >= 100:
-            if M <= TWO_SLICES_MAX_M:
-                return _pick("m128n64k64s6", tiles["m128n64k64s6"], 1, M, N,
-                             f"128 x 64 tiles, A in two 64-row slices ({128 - M} rows past M not loaded)",
-                             "two slices")
-            return _pick("m128n64k64s6", tiles["m128n64k64s6"], 1, M, N, "128 x 64 tiles")
+            return _pick("m128n64k64s6", tiles["m128n64k64s6"], 1, M, N,
+                         "128 x 64 tiles, A in two 64-row boxes that end by row M", "two boxes")
         if 2 * math.ceil(N / 64) >= 100:
             return _pick("m64n64k128s4", tiles["m64n64k128s4"], 1, M, N,
                          "two rows of 64 x 64 tiles, the second clamped to end at row M", "clamped")

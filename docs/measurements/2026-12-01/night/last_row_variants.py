@@ -93,3 +93,40 @@ def edge_program(M, N, K, block_M=128, threads=128, store_via_shared=False, **kw
 
 VARIANTS = {"plain": None, "clamp": clamped_program, "two_slice": two_slice_program, "edge": edge_program}
 
+
+def one_buffer_program(M, N, K, block_M=128, block_N=128, block_K=64, num_stages=3, threads=128,
+                       policy="Square", swizzle_panel=4, swizzle_order="column", in_dtype="float16",
+                       accum_dtype="float32", dynamic_m=False, store_via_shared=False):
+    """two clamped 64-row TMA boxes into one 128-row A tile, one multiply"""
+    m = T.dynamic("m") if dynamic_m else M
+    warp_policy = getattr(T.GemmWarpPolicy, policy)
+
+    @T.prim_func
+    def gemm_relu_one_buffer(
+        A: T.Tensor((m, K), in_dtype),
+        B: T.Tensor((K, N), in_dtype),
+        C: T.Tensor((m, N), in_dtype),
+    ):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(m, block_M), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), in_dtype)
+            B_shared = T.alloc_shared((block_K, block_N), in_dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            T.use_swizzle(swizzle_panel, order=swizzle_order, enable=swizzle_panel > 0)
+            last_row = T.max(m - HALF, 0)
+            top = T.min(by * block_M, last_row)
+            bot = T.min(by * block_M + HALF, last_row)
+            T.clear(C_local)
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[top:top + HALF, ko * block_K:(ko + 1) * block_K], A_shared[0:HALF, 0:block_K])
+                T.copy(A[bot:bot + HALF, ko * block_K:(ko + 1) * block_K], A_shared[HALF:2 * HALF, 0:block_K])
+                T.copy(B[ko * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local, policy=warp_policy)
+            for i, j in T.Parallel(block_M, block_N):
+                C_local[i, j] = T.max(C_local[i, j], 0)
+            T.copy(C_local[0:HALF, 0:block_N], C[top:top + HALF, bx * block_N:(bx + 1) * block_N])
+            T.copy(C_local[HALF:2 * HALF, 0:block_N], C[bot:bot + HALF, bx * block_N:(bx + 1) * block_N])
+
+    return gemm_relu_one_buffer
+
+
+VARIANTS["one_buffer"] = one_buffer_program
