@@ -345,7 +345,7 @@ def on_cpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
     monkeypatch.setattr(results, "provenance", lambda command: dict(PROV, command=command))
     monkeypatch.setattr(runtime, "run", lambda kernel, *args, **scalars: kernel(*args, *scalars.values()))
-    monkeypatch.setattr(runtime, "launcher", lambda kernel: kernel)
+    monkeypatch.setattr(runtime, "launcher", lambda kernel, emulator_checks=None: kernel)
     called = []
 
     def measure_or_note(fn, *, regime="kernel", tolerance=timing.DEFAULT_TOLERANCE):

@@ -40,7 +40,7 @@ def stand_ins(monkeypatch):
     runtime.force_emulation(True)
     monkeypatch.setattr(scale_copy, "build_scale_copy", fake_scale_copy)
     monkeypatch.setattr(row_sum, "build_row_sum", fake_row_sum)
-    monkeypatch.setattr(runtime, "launcher", lambda kernel: kernel)
+    monkeypatch.setattr(runtime, "launcher", lambda kernel, emulator_checks=None: kernel)
     yield built
     runtime.force_emulation(None)
 
@@ -186,7 +186,7 @@ def _checking_stand_in(N, dtype, outputs):
 def fake_gpu(monkeypatch):
     mode = _FakeGPUMode("gpu", "sm_90a", "a stand-in GPU", True)
     monkeypatch.setattr(runtime, "mode", lambda: mode)
-    monkeypatch.setattr(runtime, "launcher", lambda kernel: kernel)
+    monkeypatch.setattr(runtime, "launcher", lambda kernel, emulator_checks=None: kernel)
     monkeypatch.setattr(runtime, "checks_its_arguments", lambda kernel: getattr(kernel, "checks", False))
 
     def builder(outputs):
@@ -588,7 +588,7 @@ def gemm_fake_gpu(monkeypatch):
 
     mode = _FakeGPUMode("gpu", "sm_90a", "a stand-in GPU", True)
     monkeypatch.setattr(runtime, "mode", lambda: mode)
-    monkeypatch.setattr(runtime, "launcher", lambda kernel: kernel)
+    monkeypatch.setattr(runtime, "launcher", lambda kernel, emulator_checks=None: kernel)
     monkeypatch.setattr(runtime, "checks_its_arguments", lambda kernel: getattr(kernel, "checks", False))
     built = []
 

@@ -437,14 +437,17 @@ class CallCache(dict):
         self[key] = entry
 
 
-def launcher(kernel):
+def launcher(kernel, emulator_checks: str | None = None):
     """What :func:`run` would do with ``kernel``, decided once: a callable taking the kernel's
-    arguments. Plans keep one, so their fast path pays no mode check per call."""
+    arguments. Plans keep one, so their fast path pays no mode check per call. ``emulator_checks``:
+    the emulator's checks for this kernel where it is emulated (default: all; ``emulate.run``)."""
     if mode().name == "gpu" and _launchable(type(kernel)):
         return kernel
     from . import emulate
 
-    return functools.partial(emulate.run, kernel)
+    if emulator_checks is None:
+        return functools.partial(emulate.run, kernel)
+    return functools.partial(emulate.run, kernel, checks=emulator_checks)
 
 
 def checks_its_arguments(kernel) -> bool:

@@ -22,10 +22,18 @@ SWEEPS = {"gemm_small_m": "small_m_sweep:sweep"}
 
 def program_of(config: dict):
     """The kernel factory a record's single-kernel config ran: notebook 02's, or the op's kernel for
-    the last row of tiles that its rule chose (``last_rows`` in the config, :mod:`.last_rows`)."""
+    the last row of tiles that its rule chose (``last_rows``, ``a_rows`` in the config, :mod:`.last_rows`)."""
     from . import kernel, last_rows
 
-    return last_rows.program_for(config.get("last_rows", "filled")) or kernel.gemm_relu_program
+    return (last_rows.program_for(config.get("last_rows", "filled"), config.get("a_rows", 0))
+            or kernel.gemm_relu_program)
+
+
+def partial_of(config: dict):
+    """The split-K partial factory a record's config ran (None: split_k's own)."""
+    from . import last_rows
+
+    return last_rows.partial_for(config.get("last_rows", "filled"), config.get("a_rows", 0))
 
 
 def measured(record):
@@ -43,7 +51,7 @@ def measured(record):
 
         progs = [gemv.gemv_relu_program(s["N"], s["K"], in_dtype=dt, **c["gemv"])]
     elif c.get("split", 1) > 1:
-        progs = split_k.programs(s["N"], s["K"], c["split"], cfg, dt)
+        progs = split_k.programs(s["N"], s["K"], c["split"], cfg, dt, partial_of(c))
     else:
         progs = [program_of(c)(None, s["N"], s["K"], in_dtype=dt, dynamic_m=True, **cfg.as_dict())]
     if c.get("variant") == "rule":
@@ -78,9 +86,10 @@ def compile_cases():
         """what gemm_relu builds for (M, 4096, 4096) on this architecture"""
         def build(arch):
             choice = rule.choose(M, 4096, 4096, "float16", arch)
-            if choice.split > 1:
-                return split_k.build_split_k(4096, 4096, choice.split, choice.config, "float16", arch)[0]
-            return build_gemm_relu(4096, 4096, config=choice.config, dtype="float16", arch=arch)
+            from .kernel import build_for
+
+            return build_for(4096, 4096, choice.config, choice.split, "float16", choice.last_rows,
+                             choice.a_rows, arch)[0]
         return build
 
     no_tmem = {arch: "needs an sm_100a-class target" for arch in ("sm_80", "sm_89", "sm_90a", "sm_120", "sm_120a")}

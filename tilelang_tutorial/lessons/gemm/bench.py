@@ -14,6 +14,7 @@ matmul and no extra pass, so matching cuBLAS is the goal). Fresh random inputs, 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -91,18 +92,15 @@ def tflops(M, N, K, ms) -> float:
 
 def _precompile_job(job):
     """Worker-process entry (fills TileLang's disk cache): a plain ``(N, K, config, dtype)`` job or
-    a rule job ``(N, K, config, split, dtype[, last_rows])``."""
-    from . import gemv, last_rows, split_k
+    a rule job ``(N, K, config, split, dtype[, last_rows, a_rows])``."""
+    from . import gemv
 
     if job[0] == "gemv":
         gemv.build_gemv_relu(*job[1:])
         return
-    if len(job) in (5, 6):
-        N, K, cfg, split, dtype, rows = job if len(job) == 6 else job + ("filled",)
-        if split > 1:
-            split_k.build_split_k(N, K, split, cfg, dtype)
-            return
-        gr.build_gemm_relu(N, K, config=cfg, dtype=dtype, program=last_rows.program_for(rows))
+    if len(job) in (5, 7):
+        N, K, cfg, split, dtype, rows, a_rows = job if len(job) == 7 else job + ("filled", 0)
+        gr.build_for(N, K, cfg, split, dtype, rows, a_rows)
         return
     N, K, cfg, dtype = job
     gr.build_gemm_relu(N, K, config=cfg, dtype=dtype)
@@ -379,21 +377,20 @@ def _rule_jobs(shapes, arch):
 
 def prebuild_rule(choices, arch=None):
     """Compile every kernel the rule picked for these shapes, in parallel."""
-    from . import gemv, last_rows, split_k
+    from . import gemv
 
-    jobs = {("gemv", N, K, c.gemv, dt) if c.gemv else (N, K, c.config, c.split, dt, c.last_rows)
+    jobs = {("gemv", N, K, c.gemv, dt) if c.gemv else (N, K, c.config, c.split, dt, c.last_rows, c.a_rows)
             for (M, N, K, dt), c in choices.items()}
-    # and notebook 02's kernel beside each kernel of the last row of tiles (rule_records' contrast)
-    jobs |= {(N, K, c.config, 1, dt, "filled") for (M, N, K, dt), c in choices.items() if c.last_rows != "filled"}
+    # and notebook 02's kernel(s) beside each kernel of the last row of tiles (rule_records' contrast)
+    jobs |= {(N, K, c.config, c.split, dt, "filled", 0) for (M, N, K, dt), c in choices.items()
+             if c.last_rows != "filled"}
     jobs = sorted(jobs, key=str)
 
     def build(job):
         if job[0] == "gemv":
             return gemv.build_gemv_relu(job[1], job[2], job[3], job[4], arch)
-        N, K, cfg, split, dt, rows = job
-        if split > 1:
-            return split_k.build_split_k(N, K, split, cfg, dt, arch)
-        return gr.build_gemm_relu(N, K, config=cfg, dtype=dt, arch=arch, program=last_rows.program_for(rows))
+        N, K, cfg, split, dt, rows, a_rows = job
+        return gr.build_for(N, K, cfg, split, dt, rows, a_rows, arch)
 
     if arch is None:
         runtime.precompile(jobs, f"{__name__}:_precompile_job")
@@ -478,17 +475,29 @@ def rule_records(sets, skipped: list | None = None) -> list:
 
 
 def _filled_rows_peer(a, b, choice, dt, M, N, K):
-    """Notebook 02's kernel with the choice's tile (TMA filling the rows past M), called directly
-    on the same inputs: checked, then timed as the op is. None when its timing methods disagree."""
+    """Notebook 02's kernel(s) with the choice's tile and split (TMA filling the rows past M),
+    called directly on the same inputs: checked, then timed as the op is. None when its timing
+    methods disagree."""
+    import torch
+
     c = checks.poisoned((M, N), a.dtype, "cuda")
-    compiled = runtime.launcher(gr.build_gemm_relu(N, K, config=choice.config, dtype=dt))
-    compiled(a, b, c)
+    kernels = [runtime.launcher(k) for k in gr.build_for(N, K, choice.config, choice.split, dt)]
+    if choice.split > 1:
+        workspace = torch.empty((choice.split, M, N), dtype=torch.float32, device=a.device)
+        partial, reduce = kernels
+
+        def call():
+            partial(a, b, workspace)
+            reduce(workspace, c)
+    else:
+        call = functools.partial(kernels[0], a, b, c)
+    call()
     cmp = checks.compare(c, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dt])
     try:
-        t = timing.measure(lambda: compiled(a, b, c))
+        t = timing.measure(call)
     except timing.TimingDisagreement:
         return None
-    return {"name": "notebook 02's kernel, the same tile, rows past M filled by TMA (compiled kernel called directly)",
+    return {"name": "notebook 02's kernel(s), the same tile and split, rows past M filled by TMA (called directly)",
             "value": tflops(M, N, K, t.ms), "unit": "TFLOP/s", "latency_ms": t.ms, "timing": t.as_dict(),
             "correctness": {"ok": cmp.ok, "rel_error": cmp.rel_error, "unwritten": cmp.unwritten}}
 

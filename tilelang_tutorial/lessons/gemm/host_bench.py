@@ -31,7 +31,9 @@ def measured(record):
 
         progs = [gemv.gemv_relu_program(s["N"], s["K"], in_dtype=dt, **c["gemv"])]
     elif c["split"] > 1:
-        progs = split_k.programs(s["N"], s["K"], c["split"], cfg, dt)
+        from . import partial_of
+
+        progs = split_k.programs(s["N"], s["K"], c["split"], cfg, dt, partial_of(c))
     else:
         from . import program_of
 
@@ -53,18 +55,16 @@ def bare_call(a, b, out, choice):
 
         compiled = gemv.build_gemv_relu(N, K, choice.gemv, DTYPE)
         return (lambda: compiled(a, b, out)), "compiled GEMV kernel(a, b, c)"
+    kernels = kernel.build_for(N, K, choice.config, choice.split, DTYPE, choice.last_rows, choice.a_rows)
     if choice.split > 1:
-        partial, reduce = split_k.build_split_k(N, K, choice.split, choice.config, DTYPE)
+        partial, reduce = kernels
         workspace = torch.empty((choice.split, M, N), dtype=torch.float32, device=a.device)
 
         def bare():
             partial(a, b, workspace)
             reduce(workspace, out)
         return bare, "compiled split-K pair: partial(a, b, workspace); reduce(workspace, c)"
-    from . import last_rows
-
-    compiled = kernel.build_gemm_relu(N, K, config=choice.config, dtype=DTYPE,
-                                      program=last_rows.program_for(choice.last_rows))
+    (compiled,) = kernels
     return (lambda: compiled(a, b, out)), "compiled kernel(a, b, c)"
 
 

@@ -120,6 +120,20 @@ def build_gemm_relu(N: int, K: int, *, M: int | None = None, config: GemmConfig 
     return _build(M, int(N), int(K), config, dtype, M is None, arch, program)
 
 
+def build_for(N: int, K: int, config: GemmConfig, split: int, dtype: str, last_rows_kind: str = "filled",
+              a_rows: int = 0, arch: str | None = None) -> tuple:
+    """The compiled kernel(s) the op runs for a rule's choice (``rule.GemmChoice``: its config,
+    split, ``last_rows`` and ``a_rows``; not the GEMV): ``(kernel,)``, or ``(partial, reduce)``
+    for a split of K."""
+    from . import last_rows, split_k
+
+    if split > 1:
+        return split_k.build_split_k(N, K, split, config, dtype, arch,
+                                     partial_program=last_rows.partial_for(last_rows_kind, a_rows))
+    return (build_gemm_relu(N, K, config=config, dtype=dtype, arch=arch,
+                            program=last_rows.program_for(last_rows_kind, a_rows)),)
+
+
 def gemm_relu_reference(a, b):
     """ReLU(A @ B) computed in fp32 from the same (rounded) inputs."""
     import torch
@@ -225,21 +239,25 @@ def _plan(a, b, config, out, program):
         return (lambda a, b, out: new_out(out)), False
     if K == 0:
         return (lambda a, b, out: new_out(out).zero_()), False
-    split = 1
+    split, partial_program, emulator_checks = 1, None, None
     if config is None:
         choice = rule.choose(M, N, K, dtype)
         config = choice.config
         split = choice.split if program is None else 1
         if program is None:           # the rule's kernel for the last row of tiles (a reader's runs as it is)
-            program = last_rows.program_for(choice.last_rows)
+            if choice.a_rows and M > choice.a_rows:
+                raise AssertionError(f"rule chose boxes of {choice.a_rows} rows for M = {M}")
+            program = last_rows.program_for(choice.last_rows, choice.a_rows)
+            partial_program = last_rows.partial_for(choice.last_rows, choice.a_rows)
+            emulator_checks = last_rows.EMULATOR_CHECKS.get(choice.last_rows)
         if choice.gemv and program is None:
             from . import gemv
 
             compiled = gemv.build_gemv_relu(N, K, choice.gemv, dtype)
             return trusting(_launch_into(runtime.launcher(compiled), new_out, out), compiled)
     if split > 1:
-        pair = split_k.build_split_k(N, K, split, config, dtype)
-        partial, reduce = (runtime.launcher(k) for k in pair)
+        pair = split_k.build_split_k(N, K, split, config, dtype, partial_program=partial_program)
+        partial, reduce = runtime.launcher(pair[0], emulator_checks), runtime.launcher(pair[1])
 
         def launch_split(a, b, out):
             out = new_out(out)
@@ -249,7 +267,7 @@ def _plan(a, b, config, out, program):
             return out
         return trusting(launch_split, *pair)
     compiled = build_gemm_relu(N, K, config=config, dtype=dtype, program=program)
-    return trusting(_launch_into(runtime.launcher(compiled), new_out, out), compiled)
+    return trusting(_launch_into(runtime.launcher(compiled, emulator_checks), new_out, out), compiled)
 
 
 def _launch_into(launch, new_out, out):

@@ -4,7 +4,7 @@ Notebook 02's kernel loads each block's ``block_M`` rows of ``A`` as one TMA box
 ``by * block_M``; where that box runs past ``M`` the TMA unit fills the missing rows with zeros.
 The fill is correct but not free: on the H200 the kernel's time grows with the number of filled
 rows (at ``N = K = 4096`` the 64 x 64 tile took 28.1 us at M = 65 and 22.5-22.6 us from M = 104 to 128,
-where torch stays near 20 us; ``docs/performance-log.md``, 2026-12-01 night). Two kernels avoid it:
+where torch stays near 20 us; ``docs/performance-log.md``, 2026-12-01 night). Three kernels avoid it:
 
 * :func:`clamped_program`: the last row of tiles starts at ``m - block_M`` instead, so its box
   lies inside ``A`` whenever ``m >= block_M``. Its first rows are rows the tile above also
@@ -14,10 +14,16 @@ where torch stays near 20 us; ``docs/performance-log.md``, 2026-12-01 night). Tw
   nothing to clamp to): ``A`` comes in as two 64-row TMA boxes, each clamped to ``m - 64``, into
   the two halves of one shared tile, and each half of ``C`` goes back to the rows it came from.
 
+* :func:`short_box_program`: for ``m <= 64`` (one row of 64-row tiles) a box of ``A`` only
+  ``a_rows`` tall (``m`` rounded up to 8), and :func:`short_partial_program`, the same for the
+  split-K partial kernel.
+
 ``rule.choose`` says which kernel a shape gets (``GemmChoice.last_rows``); notebook 02b,
 section 9, shows both and what they measured.
 """
 # No `from __future__ import annotations`: T.prim_func evaluates the kernel's annotations.
+import functools
+
 import tilelang.language as T
 
 SLICE = 64      # wgmma's rows: the smallest tile, and the two-box kernel's box
@@ -64,9 +70,9 @@ def two_box_program(M, N, K, block_M=128, block_N=64, block_K=64, num_stages=6, 
     """``C = ReLU(A @ B)`` with each ``2 x SLICE``-row tile of ``A`` loaded as two 64-row TMA boxes,
     each starting no later than row ``m - 64``, into one shared tile (one multiply per step); the
     two halves of ``C`` are stored at the rows their boxes came from."""
-    if block_M != 2 * SLICE or store_via_shared:
-        raise ValueError(f"two_box_program needs block_M = {2 * SLICE} and store_via_shared False, "
-                         f"got block_M={block_M}, store_via_shared={store_via_shared}")
+    if block_M != 2 * SLICE or block_K != SLICE or store_via_shared:
+        raise ValueError(f"two_box_program needs block_M = {2 * SLICE}, block_K = {SLICE} and store_via_shared "
+                         f"False, got block_M={block_M}, block_K={block_K}, store_via_shared={store_via_shared}")
     m = T.dynamic("m") if dynamic_m else M
     warp_policy = getattr(T.GemmWarpPolicy, policy)
 
@@ -100,14 +106,121 @@ def two_box_program(M, N, K, block_M=128, block_N=64, block_K=64, num_stages=6, 
     return gemm_relu_two_box
 
 
+def _check_short(a_rows, block_M, block_K):
+    if block_M != SLICE or block_K not in (64, 128, 256) or a_rows % 8 or not 8 <= a_rows <= SLICE:
+        raise ValueError(f"a short box needs block_M = {SLICE}, block_K in 64, 128, 256 and a_rows a multiple "
+                         f"of 8 in 8..{SLICE}, got block_M={block_M}, block_K={block_K}, a_rows={a_rows}")
+
+
+def short_box_program(M, N, K, block_M=64, block_N=64, block_K=64, num_stages=4, threads=128,
+                      policy="Square", swizzle_panel=0, swizzle_order="column", in_dtype="float16",
+                      accum_dtype="float32", dynamic_m=False, store_via_shared=False, a_rows=SLICE):
+    """``C = ReLU(A @ B)`` for ``m <= a_rows <= 64`` (one row of tiles): each box of ``A`` is only
+    ``a_rows`` tall. The tile's other rows are never loaded; the rows of ``C`` they make are never
+    stored (row i of ``C`` reads row i of ``A`` only). The op builds it only where ``m <= a_rows``."""
+    _check_short(a_rows, block_M, block_K)
+    m = T.dynamic("m") if dynamic_m else M
+    warp_policy = getattr(T.GemmWarpPolicy, policy)
+
+    @T.prim_func
+    def gemm_relu_short_box(
+        A: T.Tensor((m, K), in_dtype),
+        B: T.Tensor((K, N), in_dtype),
+        C: T.Tensor((m, N), in_dtype),
+    ):
+        with T.Kernel(T.ceildiv(N, block_N), threads=threads) as bx:
+            A_shared = T.alloc_shared((block_M, block_K), in_dtype)
+            B_shared = T.alloc_shared((block_K, block_N), in_dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            T.clear(C_local)
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                # One box per 64 columns (a row of 128 bytes, the shared tile's swizzle unit): the
+                # `if`s test Python ints, so they are decided here, not in the kernel.
+                k0 = ko * block_K
+                T.copy(A[0:a_rows, k0:k0 + 64], A_shared[0:a_rows, 0:64])
+                if block_K > 64:
+                    T.copy(A[0:a_rows, k0 + 64:k0 + 128], A_shared[0:a_rows, 64:128])
+                if block_K > 128:
+                    T.copy(A[0:a_rows, k0 + 128:k0 + 192], A_shared[0:a_rows, 128:192])
+                    T.copy(A[0:a_rows, k0 + 192:k0 + 256], A_shared[0:a_rows, 192:256])
+                T.copy(B[k0, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local, policy=warp_policy)
+            for i, j in T.Parallel(block_M, block_N):
+                C_local[i, j] = T.max(C_local[i, j], 0)
+            T.copy(C_local[0:a_rows, 0:block_N], C[0:a_rows, bx * block_N:(bx + 1) * block_N])
+
+    return gemm_relu_short_box
+
+
+def short_partial_program(N, K, split, block_M=64, block_N=128, block_K=64, num_stages=4, threads=128,
+                          policy="Square", in_dtype="float16", accum_dtype="float32", a_rows=SLICE):
+    """:func:`.split_k.gemm_partial_program` with :func:`short_box_program`'s boxes of ``A``
+    (``m <= a_rows <= 64``)."""
+    _check_short(a_rows, block_M, block_K)
+    m = T.dynamic("m")
+    k_steps = -(-K // block_K)
+    steps_per_split = -(-k_steps // split)
+    warp_policy = getattr(T.GemmWarpPolicy, policy)
+
+    @T.prim_func
+    def gemm_partial_short_box(
+        A: T.Tensor((m, K), in_dtype),
+        B: T.Tensor((K, N), in_dtype),
+        W: T.Tensor((split, m, N), accum_dtype),
+    ):
+        with T.Kernel(T.ceildiv(N, block_N), split, threads=threads) as (bx, bz):
+            A_shared = T.alloc_shared((block_M, block_K), in_dtype)
+            B_shared = T.alloc_shared((block_K, block_N), in_dtype)
+            acc = T.alloc_fragment((block_M, block_N), accum_dtype)
+            T.clear(acc)
+            for ko in T.Pipelined(steps_per_split, num_stages=num_stages):
+                k0 = (bz * steps_per_split + ko) * block_K     # a last slice past K reads zeros
+                T.copy(A[0:a_rows, k0:k0 + 64], A_shared[0:a_rows, 0:64])
+                if block_K > 64:
+                    T.copy(A[0:a_rows, k0 + 64:k0 + 128], A_shared[0:a_rows, 64:128])
+                if block_K > 128:
+                    T.copy(A[0:a_rows, k0 + 128:k0 + 192], A_shared[0:a_rows, 128:192])
+                    T.copy(A[0:a_rows, k0 + 192:k0 + 256], A_shared[0:a_rows, 192:256])
+                T.copy(B[k0, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, acc, policy=warp_policy)
+            T.copy(acc[0:a_rows, 0:block_N], W[bz, 0:a_rows, bx * block_N:(bx + 1) * block_N])
+
+    return gemm_partial_short_box
+
+
+def short_rows(M: int) -> int:
+    """The short box's height for M <= 64 rows: M rounded up to a multiple of 8 (the swizzle's row group)."""
+    return max(8, -(-M // 8) * 8)
+
+
 #: GemmChoice.last_rows -> the factory the op builds ("filled": notebook 02's kernel, the TMA
-#: filling rows past M with zeros)
-PROGRAMS = {"filled": None, "clamped": clamped_program, "two boxes": two_box_program}
+#: filling rows past M with zeros; "short": short_box_program with the choice's a_rows)
+PROGRAMS = {"filled": None, "clamped": clamped_program, "two boxes": two_box_program, "short": short_box_program}
 
 
-def program_for(last_rows: str):
+@functools.lru_cache(maxsize=None)
+def _bound(factory, a_rows):
+    """``factory`` with ``a_rows`` fixed, one object per pair (the op's build cache keys on it)."""
+    def program(*args, **kwargs):
+        return factory(*args, a_rows=a_rows, **kwargs)
+    program.__name__ = program.__qualname__ = f"{factory.__name__}[a_rows={a_rows}]"
+    return program
+
+
+def program_for(last_rows: str, a_rows: int = 0):
     """The factory for a choice's ``last_rows`` (None: notebook 02's ``gemm_relu_program``)."""
-    try:
-        return PROGRAMS[last_rows]
-    except KeyError:
-        raise ValueError(f"last_rows must be one of {sorted(PROGRAMS)}, got {last_rows!r}") from None
+    if last_rows not in PROGRAMS:
+        raise ValueError(f"last_rows must be one of {sorted(PROGRAMS)}, got {last_rows!r}")
+    if last_rows == "short":
+        return _bound(short_box_program, a_rows)
+    return PROGRAMS[last_rows]
+
+
+def partial_for(last_rows: str, a_rows: int = 0):
+    """The split-K partial factory for a choice (None: split_k's ``gemm_partial_program``)."""
+    return _bound(short_partial_program, a_rows) if last_rows == "short" else None
+
+
+#: the emulator's checks for a short box: not "uninit" -- the tile's rows past a_rows are read by
+#: T.gemm without ever being written, by design (they only make rows of C that are never stored)
+EMULATOR_CHECKS = {"short": "races,limits"}

@@ -22,11 +22,13 @@ back to predicated copies, which compile and run for any N and K.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
 
 from ... import runtime
+from . import last_rows
 from .configs import SEED_CONFIG, TUNED_CONFIGS, GemmConfig
 
 #: Whether ``choose`` uses the model. Off: its first pick measured on the H200 (2026-11-30,
@@ -67,7 +69,8 @@ class GemmChoice:
     why: str
     gemv: tuple = ()            # the GEMV kernel's knobs ((name, value), ...) when it runs that instead
     last_rows: str = "filled"   # the last row of tiles (last_rows.PROGRAMS): "filled" (notebook 02's
-                                # kernel, TMA zero-fills rows past M), "clamped" or "two boxes"
+                                # kernel, TMA zero-fills rows past M), "clamped", "two boxes" or "short"
+    a_rows: int = 0             # "short": the height of A's boxes (M rounded up to 8)
 
     def as_dict(self) -> dict:
         out = {"candidate": self.name, "split": self.split, **self.config.as_dict()}
@@ -75,6 +78,8 @@ class GemmChoice:
             out["gemv"] = dict(self.gemv)
         if self.last_rows != "filled":
             out["last_rows"] = self.last_rows
+        if self.a_rows:
+            out["a_rows"] = self.a_rows
         return out
 
     @property
@@ -83,7 +88,8 @@ class GemmChoice:
         if self.gemv:
             return "gemv " + " ".join(f"{k}={v}" for k, v in self.gemv)
         return (self.config.name + (f"/k{self.split}" if self.split > 1 else "")
-                + ("" if self.last_rows == "filled" else f" ({self.last_rows})"))
+                + ("" if self.last_rows == "filled" else f" ({self.last_rows}"
+                   + (f" {self.a_rows}" if self.a_rows else "") + ")"))
 
 
 def smem_bytes(config: GemmConfig, elem: int = 2) -> int:
@@ -231,7 +237,8 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16") -> GemmChoic
     blocks stream it: about one per SM (132 on the H200) without splitting K where N allows.
 
     * M = 1 and N >= 4096: the GEMV kernel (N / 32 >= 128 blocks; no tensor-core tile of 64 rows).
-    * M <= 64: one row of 64-row blocks. N / 64 >= 100 blocks: 64-wide tiles, or for a large B
+    * M <= 64: one row of 64-row blocks, A's boxes only M rows tall (rounded up to 8; the tile's
+      rows past them are never loaded) where that is fewer than 64. N / 64 >= 100 blocks: 64-wide tiles, or for a large B
       (N x K >= 40 M elements) with M <= 32, 128-wide tiles with K split 2; N / 64 >= 48: 64-wide
       tiles (128 deep in K up to 16 rows; 32-wide, 256 deep, at M > 32 when that still gives at
       most 160 blocks); fewer
@@ -248,23 +255,12 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16") -> GemmChoic
         return GemmChoice("gemv", SEED_CONFIG, 1, None,
                           f"M = 1, N = {N}: the GEMV kernel, {math.ceil(N / 32)} blocks of 32 columns", GEMV_ONE_ROW)
     if M <= 64:
-        n64 = math.ceil(N / 64)
-        if n64 >= 100:
-            if M <= 32 and N * K >= 40 * 2 ** 20:
-                return _pick("m64n128k64s4", tiles["m64n128k64s4"], 2, M, N,
-                             "a large B and at most 32 rows: 128-wide tiles, K split 2")
-            return _pick("m64n64k64s8", tiles["m64n64k64s8"], 1, M, N, "64-wide tiles")
-        if n64 >= 48:
-            if M > 32 and math.ceil(N / 32) <= 160:
-                return _pick("m64n32k256s4", tiles["m64n32k256s4"], 1, M, N, "32-wide tiles, 256 deep in K")
-            if M <= 16:
-                return _pick("m64n64k128s4", tiles["m64n64k128s4"], 1, M, N, "64-wide tiles, 128 deep in K")
-            return _pick("m64n64k64s8", tiles["m64n64k64s8"], 1, M, N, "64-wide tiles")
-        if K >= SPLIT_MIN_K:
-            split = 4 if n64 <= 40 else 2
-            return _pick("m64n64k128s4", tiles["m64n64k128s4"], split, M, N,
-                         f"few 64-wide tiles and a long K: K split {split}")
-        return _pick("m64n64k128s4", tiles["m64n64k128s4"], 1, M, N, "64-wide tiles (K too short to split)")
+        choice = _one_row_choice(M, N, K, tiles)
+        rows = last_rows.short_rows(M)
+        if rows == 64:
+            return choice
+        return dataclasses.replace(choice, last_rows="short", a_rows=rows,
+                                   why=f"{choice.why}; A's boxes {rows} rows tall, not 64")
     if M <= 128:
         if math.ceil(N / 64) >= 100:
             return _pick("m128n64k64s6", tiles["m128n64k64s6"], 1, M, N,
@@ -283,6 +279,27 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16") -> GemmChoic
             best = (t, name, cfg, blocks)
     t, name, cfg, blocks = best
     return GemmChoice(name, cfg, 1, t, f"the fewest waves x tile time: {blocks} blocks of {cfg.block_M} x {cfg.block_N}")
+
+
+def _one_row_choice(M, N, K, tiles):
+    """M <= 64 rows: which 64-row tile (and split of K)."""
+    n64 = math.ceil(N / 64)
+    if n64 >= 100:
+        if M <= 32 and N * K >= 40 * 2 ** 20:
+            return _pick("m64n128k64s4", tiles["m64n128k64s4"], 2, M, N,
+                         "a large B and at most 32 rows: 128-wide tiles, K split 2")
+        return _pick("m64n64k64s8", tiles["m64n64k64s8"], 1, M, N, "64-wide tiles")
+    if n64 >= 48:
+        if M > 32 and math.ceil(N / 32) <= 160:
+            return _pick("m64n32k256s4", tiles["m64n32k256s4"], 1, M, N, "32-wide tiles, 256 deep in K")
+        if M <= 16:
+            return _pick("m64n64k128s4", tiles["m64n64k128s4"], 1, M, N, "64-wide tiles, 128 deep in K")
+        return _pick("m64n64k64s8", tiles["m64n64k64s8"], 1, M, N, "64-wide tiles")
+    if K >= SPLIT_MIN_K:
+        split = 4 if n64 <= 40 else 2
+        return _pick("m64n64k128s4", tiles["m64n64k128s4"], split, M, N,
+                     f"few 64-wide tiles and a long K: K split {split}")
+    return _pick("m64n64k128s4", tiles["m64n64k128s4"], 1, M, N, "64-wide tiles (K too short to split)")
 
 
 def _pick(name, cfg, split, M, N, why, last_rows="filled"):

@@ -79,23 +79,29 @@ def _partial_knobs(config: GemmConfig) -> dict:
 
 
 @functools.lru_cache(maxsize=None)
-def _build(N, K, split, config, dtype, arch):
-    partial = runtime.compile_kernel(gemm_partial_program(N, K, split, in_dtype=dtype, **_partial_knobs(config)),
-                                     arch=arch)
+def _build(N, K, split, config, dtype, arch, partial_program=None):
+    partial = runtime.compile_kernel((partial_program or gemm_partial_program)(
+        N, K, split, in_dtype=dtype, **_partial_knobs(config)), arch=arch)
     reduce = runtime.compile_kernel(splitk_reduce_relu_program(N, split, out_dtype=dtype), arch=arch)
     return partial, reduce
 
 
-def build_split_k(N: int, K: int, split: int, config: GemmConfig, dtype: str = "float16", arch: str | None = None):
-    """The two compiled kernels (partial GEMM, reduce + ReLU) for this N, K, split and tile."""
+def build_split_k(N: int, K: int, split: int, config: GemmConfig, dtype: str = "float16", arch: str | None = None,
+                  partial_program=None):
+    """The two compiled kernels (partial GEMM, reduce + ReLU) for this N, K, split and tile;
+    ``partial_program``: a factory with :func:`gemm_partial_program`'s signature to build instead
+    (the op's short-box partial, :mod:`.last_rows`)."""
     if split < 2:
         raise ValueError(f"split must be >= 2 (split=1 is the plain kernel), got {split}")
-    return _build(int(N), int(K), int(split), config, dtype, arch or runtime.current_arch())
+    arch = arch or runtime.current_arch()
+    if partial_program is None:
+        return _build(int(N), int(K), int(split), config, dtype, arch)
+    return _build(int(N), int(K), int(split), config, dtype, arch, partial_program)
 
 
-def programs(N, K, split, config: GemmConfig, dtype: str):
+def programs(N, K, split, config: GemmConfig, dtype: str, partial_program=None):
     """The two ``T.prim_func`` s :func:`build_split_k` compiles (what a record measured)."""
-    return [gemm_partial_program(N, K, split, in_dtype=dtype, **_partial_knobs(config)),
+    return [(partial_program or gemm_partial_program)(N, K, split, in_dtype=dtype, **_partial_knobs(config)),
             splitk_reduce_relu_program(N, split, out_dtype=dtype)]
 
 

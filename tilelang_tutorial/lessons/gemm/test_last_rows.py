@@ -38,10 +38,11 @@ def test_two_box_kernel_writes_every_row_right(M):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("M,N,K", [(65, 4096, 4096), (93, 2048, 8192), (72, 8192, 2048), (119, 8192, 1024)])
+@pytest.mark.parametrize("M,N,K", [(65, 4096, 4096), (93, 2048, 8192), (72, 8192, 2048), (119, 8192, 1024),
+                                   (3, 6112, 7728), (13, 976, 5544), (37, 4760, 1920), (5, 8192, 8192)])
 def test_the_op_on_the_gpu_at_the_rules_last_row_kernels(M, N, K, dtype):
     choice = rule.choose(M, N, K, dtype, "sm_90a")
-    assert choice.last_rows in ("clamped", "two boxes")
+    assert choice.last_rows in ("clamped", "two boxes", "short")
     tdt = getattr(torch, dtype)
     a = checks.random_tensor((M, K), tdt, "cuda")
     b = checks.random_tensor((K, N), tdt, "cuda")
@@ -84,13 +85,17 @@ def test_the_two_box_kernel_refuses_other_tiles_in_one_line():
     (64, 4096, 4096, "filled"),          # one row of 64-row tiles: nothing past M to avoid
     (65, 4096, 4096, "clamped"), (93, 2048, 8192, "clamped"), (128, 4096, 4096, "clamped"),
     (65, 8192, 8192, "two boxes"), (88, 8192, 2048, "two boxes"), (119, 8192, 8192, "two boxes"),
-    (300, 4096, 4096, "filled"), (1, 4096, 4096, "filled"),
+    (300, 4096, 4096, "filled"), (1, 4096, 4096, "filled"),          # past 128 rows; the GEMV
+    (2, 4096, 4096, "short"), (56, 8192, 8192, "short"), (13, 976, 5544, "short"),   # the last one splits K
+    (57, 4096, 4096, "filled"), (64, 2048, 8192, "filled"),        # a box of 64 rows: nothing to cut
 ])
 def test_the_rule_says_which_last_row_kernel(M, N, K, expected):
     choice = rule.choose(M, N, K, "float16", "sm_90a")
     assert choice.last_rows == expected, choice
     assert ("last_rows" in choice.as_dict()) == (expected != "filled")
-    assert (f"({expected})" in choice.label) == (expected != "filled")
+    assert (f"({expected}" in choice.label) == (expected != "filled")
+    assert choice.a_rows == (last_rows.short_rows(M) if expected == "short" else 0)
+    assert choice.a_rows == 0 or M <= choice.a_rows < 64
 
 
 def test_the_op_builds_the_rules_last_row_kernel_and_a_readers_own(monkeypatch):
@@ -169,10 +174,95 @@ def test_02b_quotes_the_last_row_logs():
     assert (min(float(f[1]) for f in at.values()), max(float(f[1]) for f in at.values())) == (46.8, 50.1)
     assert sorted(at) == [65, 72, 80, 88, 93, 96, 104, 112, 119, 127, 128]
 
+    short = {}
+    for r in (night / "gemm_short_boxes.log").read_text().splitlines():
+        f = r.split()     # shape, dtype, tile (and split), rows, torch, the 64-row boxes (us, x), short (us, x), checks
+        if len(f) == 11 and f[0][0].isdigit() and "x" in f[0]:
+            short[(f[0], f[1])] = f
+    assert len(short) == 112 and all(f[9] == f[10] == "ok" for f in short.values())
+    four = [short[(f"{M}x4096x4096", "bflo")] for M in (2, 3, 5, 8)]
+    assert (min(float(f[4]) for f in four), max(float(f[4]) for f in four)) == (20.0, 21.2)
+    assert (min(float(f[5]) for f in four), max(float(f[5]) for f in four)) == (22.0, 24.5)
+    assert (min(float(f[7]) for f in four), max(float(f[7]) for f in four)) == (19.1, 19.8)
+    assert [float(short[("3x6112x7728", "bflo")][i]) for i in (4, 5, 7)] == [40.5, 51.1, 36.4]
+
     nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
     prose = " ".join(" ".join(c["source"]).replace("\n", " ") for c in nb["cells"] if c["cell_type"] == "markdown")
     prose = " ".join(prose.split())
     for quoted in ("took 28.1 µs at `M = 65`", "22.5 µs at `M = 104`", "against torch's 19.9 and 20.1 µs",
-                   "22.0 to 22.7 µs at every `M` from 65 to 128", "took 48.1 to 52.2 µs at every `M` from 65 to 128",
-                   "took 70.0 µs at `M = 65` and 58.2 µs at `M = 93`", "torch 46.8 to 50.1 µs"):
+                   "22.0 to 22.7 µs at every `M` from 65 to 128", "48.1 to 52.2 µs at every `M` from 65 to 128",
+                   "took 70.0 µs at `M = 65` and 58.2 µs at `M = 93`", "torch 46.8 to 50.1 µs",
+                   "2 to 8, 19.1 to 19.8 µs where the 64-row boxes took 22.0 to 24.5 (torch 20.0 to 21.2)",
+                   "3 × 6112 × 7728, 36.4 µs against 51.1 (torch 40.5)"):
         assert quoted in prose, quoted
+
+
+# ------------------------------------------------------------------------------------------------
+# M <= 64: A's boxes only as tall as the rows that exist (rounded up to 8)
+# ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("tile", ["m64n64k64s8", "m64n64k128s4", "m64n32k256s4"])   # block_K 64, 128, 256
+@pytest.mark.parametrize("M", [1, 3, 8, 13, 40])
+def test_short_box_kernel_writes_every_row_right(tile, M):
+    program = last_rows.program_for("short", last_rows.short_rows(M))
+    kernel = gr.build_gemm_relu(200, 520, config=SMALL_M_TILES[tile], dtype="float16", program=program)
+    a = checks.random_tensor((M, 520), torch.float16, DEVICE)
+    b = checks.random_tensor((520, 200), torch.float16, DEVICE)
+    c = checks.poisoned((M, 200), torch.float16, DEVICE)
+    runtime.launcher(kernel, last_rows.EMULATOR_CHECKS["short"])(a, b, c)
+    assert checks.compare(c, gr.gemm_relu_reference(a, b), tolerance=TOL).ok
+
+
+@pytest.mark.parametrize("M", [2, 30])
+def test_short_box_split_k_partial_is_right(M):
+    from tilelang_tutorial.lessons.gemm import split_k
+
+    config = SMALL_M_TILES["m64n64k128s4"]
+    partial, reduce = gr.build_for(264, 1000, config, 3, "float16", "short", last_rows.short_rows(M))
+    a = checks.random_tensor((M, 1000), torch.float16, DEVICE)
+    b = checks.random_tensor((1000, 264), torch.float16, DEVICE)
+    w = checks.poisoned((3, M, 264), torch.float32, DEVICE)
+    c = checks.poisoned((M, 264), torch.float16, DEVICE)
+    runtime.launcher(partial, last_rows.EMULATOR_CHECKS["short"])(a, b, w)
+    runtime.run(reduce, w, c)
+    assert checks.compare(c, gr.gemm_relu_reference(a, b), tolerance=TOL).ok
+    assert "gemm_partial_short_box" in str(split_k.programs(264, 1000, 3, config, "float16",
+                                                            last_rows.partial_for("short", 32))[0].attrs["global_symbol"])
+
+
+def test_a_short_box_is_one_tma_load_of_a_rows_per_64_columns():
+    src = gr.build_gemm_relu(4096, 4096, config=SMALL_M_TILES["m64n64k128s4"], dtype="bfloat16", arch="sm_90a",
+                             program=last_rows.program_for("short", 16)).get_kernel_source()
+    a_loads = [line for line in src.splitlines() if "tma_load(A_desc" in line]
+    assert len(a_loads) == 2 and all(line.rstrip().endswith(", 0);") for line in a_loads), a_loads   # row 0
+    assert src.count("expect_transaction(2048)") == 2          # 16 rows x 64 columns x 2 bytes each
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="the emulator's check")
+def test_the_emulator_sees_the_unloaded_rows_and_the_op_does_not_warn_of_them():
+    """The rows past a_rows are read by T.gemm without being written: the emulator's default
+    checks say so (that is what they are for); the op runs the short box without that one check,
+    since those rows only make rows of C that are never stored."""
+    import warnings
+
+    from tilelang_tutorial import emulate
+    from tilelang_tutorial.emulate.checks import EmulatorWarning
+
+    program = last_rows.program_for("short", 8)
+    kernel = gr.build_gemm_relu(64, 64, config=SMALL_M_TILES["m64n64k64s8"], dtype="float16", program=program)
+    a, b = checks.random_tensor((3, 64), torch.float16, "cpu"), checks.random_tensor((64, 64), torch.float16, "cpu")
+    findings = emulate.check(kernel, a, b, checks.poisoned((3, 64), torch.float16, "cpu"), checks="uninit")
+    assert any("A_shared" in f.message and "[8, 0]" in f.message for f in findings), findings
+    gr.clear_plans()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EmulatorWarning)
+        out = gr.gemm_relu(checks.random_tensor((3, 64), torch.float16, "cpu"),
+                           checks.random_tensor((64, 4096), torch.float16, "cpu"))
+    assert out.shape == (3, 4096) and rule.choose(3, 4096, 64, "float16").last_rows == "short"
+    gr.clear_plans()
+
+
+def test_the_short_box_refuses_what_it_cannot_do_in_one_line():
+    for bad in (dict(a_rows=12), dict(a_rows=72), dict(block_M=128), dict(block_K=96)):
+        with pytest.raises(ValueError, match="a short box needs"):
+            last_rows.short_box_program(None, 256, 256, dynamic_m=True, **{"a_rows": 8, **bad})
