@@ -402,7 +402,7 @@ def test_gemm_host_run_glue(on_cpu, monkeypatch, split):
     monkeypatch.setattr(kernel, "build_gemm_relu",
                         lambda N, K, **kw: lambda a, b, c: c.copy_(torch.relu(a.float() @ b.float())))
 
-    def pair(N, K, split, config, dtype):
+    def pair(N, K, split, config, dtype, arch=None, partial_program=None):
         def partial(a, b, w):
             w.zero_()
             w[0] = a.float() @ b.float()
