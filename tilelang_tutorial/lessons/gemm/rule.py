@@ -244,9 +244,10 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16") -> GemmChoic
       most 160 blocks); fewer
       blocks and K >= 4096: 64-wide tiles with K split 2 or 4 (about 128 blocks); otherwise the
       64-wide tile as it is.
-    * 64 < M <= 128: a 128 x 64 tile where N / 64 >= 100, its A loaded as two 64-row boxes that
-      end by row M; else two rows of 64 x 64 (or 64 x 32) blocks, whichever first reaches 100
-      blocks, the second row clamped to end at row M (:mod:`.last_rows`: no rows past M loaded).
+    * 64 < M <= 128: two rows of 64 x 64 blocks where that makes 100 to 132 blocks, else a
+      128 x 64 tile where N / 64 > 66 (its A loaded as two 64-row boxes that end by row M), else two
+      rows of 64 x 32 blocks; every second row clamped to end at row M (:mod:`.last_rows`: no rows
+      past M loaded).
     * M > 128: of the tuned, a 128 x 128 and the 64 x 128 tile, the fewest waves x tile time at
       each tile's measured rate.
     """
@@ -265,9 +266,13 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16") -> GemmChoic
         if math.ceil(N / 64) >= 100:
             return _pick("m128n64k64s6", tiles["m128n64k64s6"], 1, M, N,
                          "128 x 64 tiles, A in two 64-row boxes that end by row M", "two boxes")
-        if 2 * math.ceil(N / 64) >= 100:
+        if 100 <= 2 * math.ceil(N / 64) <= SM_COUNT:
             return _pick("m64n64k128s4", tiles["m64n64k128s4"], 1, M, N,
                          "two rows of 64 x 64 tiles, the second clamped to end at row M", "clamped")
+        if 2 * math.ceil(N / 64) > SM_COUNT:        # two rows would make a second wave
+            return _pick("m128n64k64s6", tiles["m128n64k64s6"], 1, M, N,
+                         "128 x 64 tiles (two rows of 64 x 64 would be more blocks than SMs), A in two "
+                         "64-row boxes that end by row M", "two boxes")
         return _pick("m64n32k256s4", tiles["m64n32k256s4"], 1, M, N,
                      "two rows of 64 x 32 tiles, the second clamped to end at row M", "clamped")
     best = None

@@ -85,6 +85,8 @@ def test_the_two_box_kernel_refuses_other_tiles_in_one_line():
     (64, 4096, 4096, "filled"),          # one row of 64-row tiles: nothing past M to avoid
     (65, 4096, 4096, "clamped"), (93, 2048, 8192, "clamped"), (128, 4096, 4096, "clamped"),
     (65, 8192, 8192, "two boxes"), (88, 8192, 2048, "two boxes"), (119, 8192, 8192, "two boxes"),
+    (121, 5744, 6056, "two boxes"), (93, 4352, 4096, "two boxes"),   # two rows of 64 x 64: > 132 blocks
+    (100, 4224, 4096, "clamped"), (100, 3200, 4096, "clamped"),      # 132 and 100 blocks: one wave
     (300, 4096, 4096, "filled"), (1, 4096, 4096, "filled"),          # past 128 rows; the GEMV
     (2, 4096, 4096, "short"), (56, 8192, 8192, "short"), (13, 976, 5544, "short"),   # the last one splits K
     (57, 4096, 4096, "filled"), (64, 2048, 8192, "filled"),        # a box of 64 rows: nothing to cut
