@@ -256,6 +256,16 @@ def _per_call_us(fn, calls=2000, loops=7):
     return best
 
 
+def _fast_and_full_us(fast_fn, full_fn, loops=9):
+    """Each call's best per-call time, the two timed in alternating rounds: a host whose load
+    changes during the test (16 pytest workers on the GPU runner) slows both alike."""
+    fast = full = float("inf")
+    for _ in range(loops):
+        fast = min(fast, _per_call_us(fast_fn, loops=1))
+        full = min(full, _per_call_us(full_fn, loops=1))
+    return fast, full
+
+
 def test_the_fast_path_costs_less_than_the_checks_it_skips(stand_ins, monkeypatch):
     """With the kernel call a no-op, the op's whole call (mode, key, lookup, launch; emulated
     mode's key, the longer one) costs less than its full checks alone, which it used to run on
@@ -264,8 +274,8 @@ def test_the_fast_path_costs_less_than_the_checks_it_skips(stand_ins, monkeypatc
     y = torch.empty_like(x)
     monkeypatch.setattr(scale_copy, "build_scale_copy", lambda N, **kw: lambda *args: None)
     scale_copy.scale_copy(x, 0.5, out=y)
-    fast = _per_call_us(lambda: scale_copy.scale_copy(x, 0.5, out=y))
-    full = _per_call_us(lambda: scale_copy._check(x, y, "cpu"))
+    fast, full = _fast_and_full_us(lambda: scale_copy.scale_copy(x, 0.5, out=y),
+                                   lambda: scale_copy._check(x, y, "cpu"))
     assert fast < 0.8 * full, f"the fast path costs {fast:.2f} us, the checks it skips {full:.2f} us"
 
 
@@ -555,8 +565,8 @@ def test_the_drop_ins_fast_path_costs_less_than_the_checks_it_skips(rms_fake_gpu
     x, gamma = checks.random_tensor((48, 64), torch.float16, "cpu"), checks.random_tensor((64,), torch.float16, "cpu")
     y = torch.empty_like(x)
     dispatch.fused_rmsnorm_silu(x, gamma, out=y)
-    fast = _per_call_us(lambda: dispatch.fused_rmsnorm_silu(x, gamma, out=y))
-    full = _per_call_us(lambda: rs._validate_fully(x, gamma, y, "rmsnorm_silu", "cpu"))
+    fast, full = _fast_and_full_us(lambda: dispatch.fused_rmsnorm_silu(x, gamma, out=y),
+                                   lambda: rs._validate_fully(x, gamma, y, "rmsnorm_silu", "cpu"))
     assert fast < 0.5 * full, f"the fast path costs {fast:.2f} us, the checks it skips {full:.2f} us"
 
 

@@ -268,3 +268,29 @@ def test_the_short_box_refuses_what_it_cannot_do_in_one_line():
     for bad in (dict(a_rows=12), dict(a_rows=72), dict(block_M=128), dict(block_K=96)):
         with pytest.raises(ValueError, match="a short box needs"):
             last_rows.short_box_program(None, 256, 256, dynamic_m=True, **{"a_rows": 8, **bad})
+
+
+def test_02b_reads_the_recorded_last_row_figures():
+    """02b's sentence under the records table reads the gemm_rule records it shows."""
+    import json
+
+    from tilelang_tutorial.results import REPO_ROOT
+
+    records = json.loads((REPO_ROOT / "results/gemm_rule.json").read_text())["records"]
+    rows = {(r["shape"]["M"], r["shape"]["N"], r["shape"]["K"], r["dtype"]): r for r in records
+            if r["config"].get("last_rows") in ("clamped", "two boxes", "short")}
+    us = lambda r: round(r["latency_ms"] * 1e3, 1)                                   # noqa: E731
+    filled = lambda r: round(r["peers"]["filled_rows"]["latency_ms"] * 1e3, 1)      # noqa: E731
+    faster = sum(r["latency_ms"] < r["peers"]["filled_rows"]["latency_ms"] for r in rows.values())
+    ratios = [r["ratio_to_reference"] for r in rows.values()]
+    a, b, c = rows[(80, 8192, 8192, "float16")], rows[(8, 6208, 5464, "bfloat16")], rows[(14, 5432, 656, "float16")]
+    at_128 = [r for (M, *_), r in rows.items() if M == 128]
+    nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
+    prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert f"at {faster} of these {len(rows)} shapes" in prose
+    assert f"{us(a)} against {filled(a)} µs at 80 × 8192 × 8192" in prose
+    assert f"{us(b)} against {filled(b)} µs at 8 × 6208 × 5464" in prose
+    assert at_128 and all(abs(r["latency_ms"] - r["peers"]["filled_rows"]["latency_ms"]) * 1e3 <= 0.3 for r in at_128)
+    assert "nothing is filled and the two were within 0.3 µs" in prose
+    assert f"slower, {c['latency_ms'] * 1e3:.2f} against {c['peers']['filled_rows']['latency_ms'] * 1e3:.2f} µs" in prose
+    assert f"{min(ratios):.2f}× to {max(ratios):.2f}×" in prose
