@@ -36,25 +36,33 @@ def partial_of(config: dict):
     return last_rows.partial_for(config.get("last_rows", "filled"), config.get("a_rows", 0))
 
 
-def measured(record):
-    """What a ``gemm`` / ``gemm_sweep`` / ``gemm_rates`` record measured: the dynamic-M program(s) of
-    its config (the split-K pair when it split K), and for records of the op, the op's Python."""
-    from . import kernel, split_k
+def programs_of(record):
+    """The dynamic-M program(s) a GEMM record's config ran: the split-K pair when it split K, the
+    GEMV's, or the single kernel (notebook 02's, or the op's kernel for the last row of tiles)."""
+    from . import split_k
     from .configs import GemmConfig
 
     s, c, dt = record["shape"], record["config"], record["dtype"]
-    if record["kernel"] == "splitk_reduce_relu":
-        return [split_k.splitk_reduce_relu_program(s["N"], c["split"], out_dtype=dt)]
     cfg = GemmConfig(**{k: c[k] for k in GemmConfig.__dataclass_fields__})
     if c.get("gemv"):
         from . import gemv
 
-        progs = [gemv.gemv_relu_program(s["N"], s["K"], in_dtype=dt, **c["gemv"])]
-    elif c.get("split", 1) > 1:
-        progs = split_k.programs(s["N"], s["K"], c["split"], cfg, dt, partial_of(c))
-    else:
-        progs = [program_of(c)(None, s["N"], s["K"], in_dtype=dt, dynamic_m=True, **cfg.as_dict())]
-    if c.get("variant") == "rule":
+        return [gemv.gemv_relu_program(s["N"], s["K"], in_dtype=dt, **c["gemv"])]
+    if c.get("split", 1) > 1:
+        return split_k.programs(s["N"], s["K"], c["split"], cfg, dt, partial_of(c))
+    return [program_of(c)(None, s["N"], s["K"], in_dtype=dt, dynamic_m=True, **cfg.as_dict())]
+
+
+def measured(record):
+    """What a ``gemm`` / ``gemm_sweep`` / ``gemm_rates`` / ``gemm_rule`` record measured: its
+    config's program(s) (:func:`programs_of`), and for records of the op, the op's Python."""
+    from . import kernel, split_k
+
+    if record["kernel"] == "splitk_reduce_relu":
+        return [split_k.splitk_reduce_relu_program(record["shape"]["N"], record["config"]["split"],
+                                                   out_dtype=record["dtype"])]
+    progs = programs_of(record)
+    if record["config"].get("variant") == "rule":
         progs += [kernel.gemm_relu, kernel._plan, kernel.validate_inputs]
     return progs
 

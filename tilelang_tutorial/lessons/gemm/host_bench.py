@@ -21,24 +21,10 @@ DTYPE = "float16"
 def measured(record):
     """What a ``gemm_host`` record measured: the program(s) of the chosen configuration (the
     split-K pair when it split K) and the op's Python code on the per-call path."""
-    from . import kernel, rule, split_k
-    from .configs import GemmConfig
+    from . import kernel, programs_of, rule
 
-    s, c, dt = record["shape"], record["config"], record["dtype"]
-    cfg = GemmConfig(**{k: c[k] for k in GemmConfig.__dataclass_fields__})
-    if c.get("gemv"):
-        from . import gemv
-
-        progs = [gemv.gemv_relu_program(s["N"], s["K"], in_dtype=dt, **c["gemv"])]
-    elif c["split"] > 1:
-        from . import partial_of
-
-        progs = split_k.programs(s["N"], s["K"], c["split"], cfg, dt, partial_of(c))
-    else:
-        from . import program_of
-
-        progs = [program_of(c)(None, s["N"], s["K"], in_dtype=dt, dynamic_m=True, **cfg.as_dict())]
-    return progs + [kernel.gemm_relu, kernel._plan, kernel._validate, kernel.validate_inputs, rule.choose]
+    return programs_of(record) + [kernel.gemm_relu, kernel._plan, kernel._validate, kernel.validate_inputs,
+                                  rule.choose]
 
 
 def bare_call(a, b, out, choice):
@@ -46,7 +32,7 @@ def bare_call(a, b, out, choice):
     workspace made here, once)."""
     import torch
 
-    from . import kernel, split_k
+    from . import kernel
 
     M, K = a.shape
     N = b.shape[1]

@@ -1,4 +1,4 @@
-"""The last row of tiles: kernels of the op whose TMA boxes of ``A`` never reach past ``M``.
+"""The last row of tiles: kernels of the op whose TMA boxes of ``A`` stop at ``M`` (or within 7 rows of it).
 
 Notebook 02's kernel loads each block's ``block_M`` rows of ``A`` as one TMA box starting at row
 ``by * block_M``; where that box runs past ``M`` the TMA unit fills the missing rows with zeros.
@@ -13,13 +13,12 @@ where torch stays near 20 us; ``docs/performance-log.md``, 2026-12-01 night). Th
 * :func:`two_box_program`: a 128-row tile for ``64 < m < 128`` (one row of tiles, so there is
   nothing to clamp to): ``A`` comes in as two 64-row TMA boxes, each clamped to ``m - 64``, into
   the two halves of one shared tile, and each half of ``C`` goes back to the rows it came from.
-
 * :func:`short_box_program`: for ``m <= 64`` (one row of 64-row tiles) a box of ``A`` only
   ``a_rows`` tall (``m`` rounded up to 8), and :func:`short_partial_program`, the same for the
   split-K partial kernel.
 
 ``rule.choose`` says which kernel a shape gets (``GemmChoice.last_rows``); notebook 02b,
-section 9, shows both and what they measured.
+section 9, shows them and what they measured.
 """
 # No `from __future__ import annotations`: T.prim_func evaluates the kernel's annotations.
 import functools

@@ -93,10 +93,7 @@ def build_split_k(N: int, K: int, split: int, config: GemmConfig, dtype: str = "
     (the op's short-box partial, :mod:`.last_rows`)."""
     if split < 2:
         raise ValueError(f"split must be >= 2 (split=1 is the plain kernel), got {split}")
-    arch = arch or runtime.current_arch()
-    if partial_program is None:
-        return _build(int(N), int(K), int(split), config, dtype, arch)
-    return _build(int(N), int(K), int(split), config, dtype, arch, partial_program)
+    return _build(int(N), int(K), int(split), config, dtype, arch or runtime.current_arch(), partial_program)
 
 
 def programs(N, K, split, config: GemmConfig, dtype: str, partial_program=None):
