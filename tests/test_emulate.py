@@ -230,7 +230,18 @@ def test_gemm_fp16_accumulator_rounds_to_fp16():
     acc = torch.zeros(M, N).half()
     for k in range(0, Kd, 32):
         acc = (acc.float() + a[:, k:k + 32].float() @ b[k:k + 32].float()).half()
-    assert torch.equal(c, acc)
+    # The fp32 products of each K tile are summed in an order of the emulator's own, so a partial
+    # sum may land on the other side of an fp16 rounding boundary: each of the two roundings can
+    # then differ by one fp16 step (ulp), of the first partial sum and of the result, at a few
+    # elements. Rounding once, at the end, differs at about a quarter of them -- which is what
+    # this test tells apart.
+    first = (a[:, :32].float() @ b[:32].float()).half()
+    once = (a.float() @ b.float()).half()
+    larger = torch.stack([c.float().abs(), acc.float().abs(), first.float().abs()]).amax(0).clamp(min=2.0 ** -14)
+    ulp = torch.exp2(torch.floor(torch.log2(larger)) - 10)
+    assert ((c.float() - acc.float()).abs() <= 2 * ulp).all()
+    assert (c != acc).float().mean() < 0.01
+    assert (c != once).float().mean() > 0.10
 
 
 def test_gemm_epilogue_with_grid_unroll_and_register_operand():

@@ -294,3 +294,26 @@ def test_02b_reads_the_recorded_last_row_figures():
     assert "nothing is filled and the two were within 0.3 µs" in prose
     assert f"slower, {c['latency_ms'] * 1e3:.2f} against {c['peers']['filled_rows']['latency_ms'] * 1e3:.2f} µs" in prose
     assert f"{min(ratios):.2f}× to {max(ratios):.2f}×" in prose
+
+
+def test_02b_reads_the_short_box_timed_as_a_kernel():
+    """The sentence after the records' 14 x 5432 x 656 reads the log of the kernels timed alone:
+    the short box and notebook 02's kernel (rows filled) at that shape and at K = 5248, and the
+    short box the faster at every K of the log."""
+    import json
+    import re
+
+    from tilelang_tutorial.results import REPO_ROOT
+
+    log = (REPO_ROOT / "docs/measurements/2026-12-02/gemm_short_box_k.log").read_text()
+    rows = {(int(m), int(k), dt): (float(short), float(filled)) for m, k, dt, short, filled in re.findall(
+        r"^\s*(\d+) x 5432 x (\d+)\s+(\w+)\s+torch\s+[\d.]+ us \| rule \(.*?\)\s+([\d.]+) us ok \| filled\s+([\d.]+) us ok",
+        log, re.M)}
+    assert len(rows) == 10, rows
+    nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
+    prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+    s, f = rows[(14, 656, "float16")]
+    assert f"short box was the faster there, {s:.2f} against {f:.2f} µs" in prose
+    s, f = rows[(14, 5248, "float16")]
+    assert f"from 656 to 5248 ({s:.1f} against {f:.1f} µs)" in prose
+    assert all(short < filled for (M, K, dt), (short, filled) in rows.items() if M == 14 and dt == "float16")

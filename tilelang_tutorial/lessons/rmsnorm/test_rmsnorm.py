@@ -953,6 +953,9 @@ def test_notebook_05b_reads_the_recorded_vae_block_and_mla_figures():
     assert f"The block gets {min(speedups):.2f}–{max(speedups):.2f}× faster" in text
     assert f"were {100 * min(shares):.0f}–{100 * max(shares):.0f} % of its time" in text
     assert f"the range measured here ({min(norm_speedups):.1f}× to {max(norm_speedups):.1f}×)" in text
+    from tilelang_tutorial import lessons
+
+    lessons.load("mla")     # registers its suite: without it no mla record can be shown as current
     mla = report.records("mla", where={"config.schedule": "seesaw", "config.label": "h128"})
     assert mla, "the mla suite has no current h128 records"
     tflops = [r["value"] for r in mla]
