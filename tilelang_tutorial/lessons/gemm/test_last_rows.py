@@ -317,3 +317,41 @@ def test_02b_reads_the_short_box_timed_as_a_kernel():
     s, f = rows[(14, 5248, "float16")]
     assert f"from 656 to 5248 ({s:.1f} against {f:.1f} µs)" in prose
     assert all(short < filled for (M, K, dt), (short, filled) in rows.items() if M == 14 and dt == "float16")
+
+
+def test_02b_reads_the_stream_k_logs():
+    """02b's sentences on stream-K read its two logs: at how many shapes it was slower than the rule,
+    its range against torch, and how much slower it was with one whole tile per block."""
+    import json
+    import re
+
+    from tilelang_tutorial.results import REPO_ROOT
+
+    folder = REPO_ROOT / "docs/measurements/2026-12-02"
+
+    def shapes(text):
+        out = {}
+        for block in text.split("\n== ")[1:]:
+            rows = {}
+            for name, us, x, ok in re.findall(r"^   (\S+.*?)\s+([\d.]+) us\s+([\d.]+)x (ok|WRONG)$", block, re.M):
+                assert ok == "ok", block
+                rows[name] = (float(us), float(x))
+            out[block.split(":")[0]] = rows
+        return out
+
+    every = shapes((folder / "streamk_23_shapes.log").read_text())
+    assert len(every) == 23
+    best = {s: min((v for k, v in rows.items() if k.startswith("sk_")), key=lambda v: v[0]) for s, rows in every.items()}
+    rule = {s: next(v for k, v in rows.items() if k.startswith("rule")) for s, rows in every.items()}
+    slower = sum(best[s][0] > rule[s][0] for s in every)
+    ratios = [v[1] for v in best.values()]
+    one_tile = shapes((folder / "streamk_one_tile_per_cta.log").read_text())
+    extra = [next(v for k, v in rows.items() if "one whole tile" in k)[0] / next(
+        v for k, v in rows.items() if k.startswith("rule"))[0] - 1
+        for rows in one_tile.values() if any("128x256x64" in k for k in rows)]     # the same tile as the rule's
+    assert len(extra) == 4
+    nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
+    prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert f"slower than the rule's tiles at {slower} of {len(every)} shapes past 128 rows" in prose
+    assert f"{min(ratios):.2f}× to {max(ratios):.2f}× torch" in prose
+    assert f"{100 * min(extra):.0f} to {100 * max(extra):.0f} % slower than notebook 02's kernel" in prose
