@@ -28,8 +28,8 @@ SAMPLE_WIDTHS = (32, 64, 96, 160, 288, 544, 640, 800, 992, 1024, 1056, 1248, 128
                  1568, 2080, 2528, 2560, 2880, 3104, 3616, 4096, 4128, 5088, 5120, 6176, 8160, 8192)
 DTYPES = ("float16", "bfloat16")
 EPS = 1e-5
-#: widths where the rule missed 0.90 of copy in the recorded width suites (2026-12-01; fp16 and bf16), with a
-#: neighbour that met it: they get more candidates (:func:`candidates`)
+#: widths where the rule missed 0.90 of copy in the recorded width suites (2026-12-01, fp16 or
+#: bf16), with a neighbour that met it: they get more candidates (:func:`candidates`)
 MISSED_WIDTHS = (32, 64, 2592, 5152, 5216, 6176, 6400, 6688, 7008, 7328)
 
 
@@ -48,8 +48,9 @@ def candidates(C: int) -> list[rs.RMSNormSiLUConfig]:
                                  min_blocks=9 - rule.min_blocks)
     # the rule's misses in the recorded width suites (C = 32 at 0.84 of copy, fp16 6176-7328 at
     # 0.89, bf16 2592 and 5152-5216 at 0.89): more rows per block (more bytes in flight per block)
-    # for them, and twice the threads (the 2026-12-02 sweep of all ten: none of these reached
-    # 0.90 where the rule did not; docs/measurements/2026-12-02/rmsnorm_missed_widths.log)
+    # for them, and twice the threads (the 2026-12-02 sweep of all ten: no candidate reached 0.90
+    # at C = 32, fp16 6176 or bf16 2592, 5152, 5216 and 6176;
+    # docs/measurements/2026-12-02/rmsnorm_missed_widths.log)
     more = [replace(rule, rows_per_thread=2), replace(rule, rows_per_thread=4),
             replace(rule, threads=2 * rule.threads)] if C in MISSED_WIDTHS else []
     # rows of at most 8 vectors: every other group too (one lane a row, no butterfly; one vector a
