@@ -215,13 +215,29 @@ SMALL_M_TILES = {
 }
 #: the GEMV kernel (gemv.py) for one row: 32 columns per block, 64 lanes of K, 8 rows in flight
 GEMV_ONE_ROW = (("max_m", 1), ("block_N", 32), ("k_lanes", 64), ("unroll", 8))
-#: tiles for M > 128 and their measured throughput at 4096^3 fp16 on the H200 (results/gemm_sweep.json
-#: for the tuned and the 128 x 128 x 128 tiles, results/gemm_rates.json for the narrow 64 x 128 tile)
+def _tall_tile(block_N, num_stages):
+    """A 256-row tile: two consumer warpgroups of 128 rows each (FullRow), C stored by TMA."""
+    return GemmConfig(block_M=256, block_N=block_N, block_K=64, num_stages=num_stages, threads=256, policy="FullRow",
+                      swizzle_panel=8, swizzle_order="row", store_via_shared=True)
+
+
+#: tiles for M > 128 and their measured throughput on the H200, fp16. The first three at 4096^3
+#: (results/gemm_sweep.json for the tuned and the 128 x 128 x 128 tiles, results/gemm_rates.json for
+#: the narrow 64 x 128 tile). The 256-row tiles, 128 to 192 wide, are the widths cuBLAS's kernels
+#: use to fill one wave where 128-row tiles make two or three (256 x 144, 192 x 112, 288 x 128 at the
+#: shapes where the op trailed torch): their rates are at four full waves (24 x 22 tiles, K = 4096),
+#: where the tuned tile read 667 rather than 730, so they win only with a margin
+#: (docs/measurements/2026-12-02b/gemm_waves.log).
 LARGE_M_TILES = (
     ("tuned", None, 730.0),
     ("m128n128k128t256", GemmConfig(block_M=128, block_N=128, block_K=128, num_stages=3, threads=256, policy="Square",
                                     swizzle_panel=8, swizzle_order="row"), 581.0),
     ("narrow", CANDIDATES["narrow"], 440.0),
+    ("m256n128", _tall_tile(128, 4), 647.0),
+    ("m256n144", _tall_tile(144, 4), 627.0),
+    ("m256n160", _tall_tile(160, 4), 672.0),
+    ("m256n176", _tall_tile(176, 4), 642.0),
+    ("m256n192", _tall_tile(192, 3), 750.0),
 )
 SM_COUNT = 132
 #: a K this long is worth splitting when N gives too few blocks (below it the reduction's fixed cost wins)
@@ -248,8 +264,8 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16") -> GemmChoic
       128 x 64 tile where N / 64 > 66 (its A loaded as two 64-row boxes that end by row M), else two
       rows of 64 x 32 blocks; every second row clamped to end at row M (:mod:`.last_rows`: no rows
       past M loaded).
-    * M > 128: of the tuned, a 128 x 128 and the 64 x 128 tile, the fewest waves x tile time at
-      each tile's measured rate.
+    * M > 128: of the tuned, a 128 x 128, the 64 x 128 tile and five 256-row tiles 128 to 192
+      wide, the fewest waves x tile time at each tile's measured rate.
     """
     tiles = SMALL_M_TILES
     if M == 1 and N >= 4096:

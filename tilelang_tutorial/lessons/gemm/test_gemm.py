@@ -479,6 +479,8 @@ SWEEP_WINNERS = {
     (128, 8192, 8192): "m128n64k64s6",
     (8, 1864, 1064): "m64n64k128s4", (279, 1304, 3000): "narrow", (234, 5816, 3208): "m128n128k128t256",
     (650, 3744, 8056): "tuned",
+    # 2026-12-02 (docs/measurements/2026-12-02b/gemm_waves.log): 256-row tiles fill one wave
+    (1228, 3504, 5280): "m256n144", (1083, 4936, 7152): "m256n192", (639, 7280, 6608): "m256n192",
 }
 
 
@@ -504,6 +506,21 @@ def test_every_path_of_the_rule_matches_the_reference(shape, dtype):
     gr.gemm_relu(a, b, out=out)
     checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dtype],
                         what=f"{shape} {rule.choose(M, N, K, dtype).label}")
+
+
+@pytest.mark.parametrize("name", [n for n, _, _ in rule.LARGE_M_TILES if n.startswith("m256")])
+def test_each_256_row_tile_matches_the_reference(name):
+    """The rule's 256-row tiles (two 128-row consumer warpgroups) through the op on a shape ragged in
+    M, N and K against each tile (300 = 256 + 44 rows, 296 columns, K = 200 = 3 x 64 + 8), where this
+    machine runs kernels: poisoned output, fp32 reference, every element written."""
+    cfg = dict((n, c) for n, c, _ in rule.LARGE_M_TILES)[name]
+    device = runtime.mode().device
+    M, N, K = 300, 296, 200
+    a, b = checks.random_tensor((M, K), torch.float16, device), checks.random_tensor((K, N), torch.float16, device)
+    out = checks.poisoned((M, N), torch.float16, device)
+    gr.gemm_relu(a, b, cfg, out=out)
+    checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE["float16"],
+                        what=f"{name} ({cfg.name}) on {M}x{N}x{K}")
 
 
 @pytest.mark.parametrize("M,N,K,split", [(5, 264, 1000, 3), (1, 128, 256, 2), (130, 200, 640, 4)])

@@ -355,3 +355,31 @@ def test_02b_reads_the_stream_k_logs():
     assert f"slower than the rule's tiles at {slower} of {len(every)} shapes past 128 rows" in prose
     assert f"{min(ratios):.2f}× to {max(ratios):.2f}× torch" in prose
     assert f"{100 * min(extra):.0f} to {100 * max(extra):.0f} % slower than notebook 02's kernel" in prose
+
+
+def test_02b_reads_the_wave_fitted_tile_logs():
+    """02b's sentences on the 256-row tiles read their logs: the op's time, torch's and the
+    256 x 144 tile's at 1228 x 3504 x 5280, the blocks and waves of 128 x 128 tiles there, and the
+    kernel (and its grid) cuBLAS ran; the rule now picks that tile for that shape."""
+    import json
+    import math
+    import re
+
+    from tilelang_tutorial.lessons.gemm import rule
+    from tilelang_tutorial.results import REPO_ROOT
+
+    folder = REPO_ROOT / "docs/measurements/2026-12-02b"
+    waves = (folder / "gemm_waves.log").read_text()
+    head = re.search(r"^1228x3504x5280 float16: torch ([\d.]+) us; rule \S+ ([\d.]+) us ([\d.]+)x ok$", waves, re.M)
+    block = waves[head.end():].split("\n", 1)[1].split("\n1083x")[0]
+    tall = re.search(r"^   256x144x64\S+\s+125 tiles\s+[\d.]+ waves\s+([\d.]+) us\s+([\d.]+)x ok$", block, re.M)
+    peer = (folder / "gemm_peer.log").read_text()
+    cublas = re.search(r"^1228x3504x5280.*\n  torch: \('(nvjet_sm90_hsh_256x144)\w*', \[(\d+), (\d+), 1\]", peer, re.M)
+    nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
+    prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+    blocks = math.ceil(1228 / 128) * math.ceil(3504 / 128)
+    assert f"128 × 128 tiles make {blocks} blocks, {blocks / rule.SM_COUNT:.2f} waves" in prose
+    assert (f"the op took {head.group(2)} µs against torch's {head.group(1)} ({head.group(3)}×)") in prose
+    assert f"`{cublas.group(1)}_...`, on {int(cublas.group(2)) * int(cublas.group(3))} blocks" in prose
+    assert f"took {tall.group(1)} µs, {tall.group(2)}× torch" in prose
+    assert rule.choose(1228, 3504, 5280, "float16", "sm_90a").name == "m256n144"

@@ -177,6 +177,14 @@ def rows_for(C: int) -> int:
     return min(LARGE_M, MAX_ELEMENTS // C)
 
 
+def widths_rows(C: int) -> int:
+    """M for the width sweep (``rmsnorm_widths``) and ``sweep rmsnorm_candidates``: X = 2^27 elements
+    (256 MiB in 16 bits) at every width, so a narrow row moves as many bytes as a wide one. With
+    :func:`rows_for`'s 2^20 rows C = 32 moved 64 MiB, where even a torch copy of those bytes ran at
+    0.86 of the 2 GiB copy ceiling (``docs/measurements/2026-12-02b/rms_size.log``)."""
+    return MAX_ELEMENTS // C
+
+
 def _timed_peer(fn, nbytes, **extra):
     t, why = timing.measure_or_note(fn)
     if t is None:
@@ -352,7 +360,7 @@ def _bandwidth_timing(fn, calls: int = 20, repeats: int = 3) -> timing.Timing:
 def run_widths(quick: bool = False, dtype: str = "float16") -> results.Run:
     """Suite ``rmsnorm_widths`` (fp16; ``rmsnorm_widths_bf16``: :func:`run_widths_bf16`): the op's
     layout for each width (:func:`.kernel.config_for`, the rule) at every multiple of 32 from 32 to
-    8192, X = 2^27 elements (M = 2^27 / C rows, 2^20 at most), checked against the fp32 reference
+    8192, X = 2^27 elements (M = 2^27 / C rows, :func:`widths_rows`), checked against the fp32 reference
     on a poisoned output and timed two ways (:func:`_bandwidth_timing`), against the copy
     bandwidth measured in the same run. One width every 8 with ``quick``."""
     import torch
@@ -372,7 +380,7 @@ def run_widths(quick: bool = False, dtype: str = "float16") -> results.Run:
     for C in all_widths:
         cfg = rs.config_for(C, dtype)
         k = rs.build_rmsnorm_silu(C, dtype, config=cfg)
-        M = rows_for(C)
+        M = widths_rows(C)
         x = checks.random_tensor((M, C), tdt, "cuda")
         gamma = checks.random_tensor((C,), tdt, "cuda")
         y = checks.poisoned(x.shape, tdt, "cuda")

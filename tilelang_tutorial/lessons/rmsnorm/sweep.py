@@ -126,7 +126,7 @@ def main(argv=None) -> int:
     if not runtime.mode().can_run or runtime.mode().device != "cuda":
         print(f"sweep rmsnorm_candidates needs a GPU: {runtime.describe_mode()}", file=sys.stderr)
         return 2
-    from .bench import gbps, rows_for, traffic_bytes
+    from .bench import gbps, traffic_bytes, widths_rows
 
     t0 = time.time()
     copy = timing.measure_copy_gbps()
@@ -150,7 +150,7 @@ def main(argv=None) -> int:
             break
         for dt in DTYPES:
             tdt = getattr(torch, dt)
-            M = rows_for(C)
+            M = widths_rows(C)
             x = checks.random_tensor((M, C), tdt, "cuda")
             gamma = checks.random_tensor((C,), tdt, "cuda")
             y = checks.poisoned(x.shape, tdt, "cuda")

@@ -671,6 +671,8 @@ def test_benchmark_grid_is_valid():
     assert set(WIDTHS) <= set(bench.WIDTHS)
     assert bench.WIDTHS[:32] == tuple(range(32, 1025, 32)) and bench.WIDTHS[-1] == 8192
     assert all(bench.rows_for(C) * C <= bench.MAX_ELEMENTS for C in bench.WIDTHS)
+    # the width sweep moves 256 MiB of X at every width, narrow rows included
+    assert all(bench.widths_rows(C) * C == bench.MAX_ELEMENTS for C in (32, 96, 6176, 8192))
     assert bench.traffic_bytes(10, 96) == 2 * 10 * 96 * 2 + 96 * 2
     assert (640, "float16", "two_pass") in bench.run_jobs()
 
@@ -873,7 +875,7 @@ def test_width_suite_glue_records_the_rule_with_two_timings(monkeypatch, dtype):
 
     monkeypatch.setattr(runtime, "require_gpu", lambda what: None)
     monkeypatch.setattr(timing, "measure_copy_gbps", lambda: 4000.0)
-    monkeypatch.setattr(bench, "rows_for", lambda C: 7)
+    monkeypatch.setattr(bench, "widths_rows", lambda C: 7)
     monkeypatch.setattr(bench, "_bandwidth_timing", lambda fn: (fn(), timing.Timing(
         ms=0.1, method="stand-in", check_ms=0.1, check_method="stand-in", regime="kernel", calls=1))[1])
     real_random, real_poisoned = checks.random_tensor, checks.poisoned
