@@ -271,8 +271,11 @@ def test_the_short_box_refuses_what_it_cannot_do_in_one_line():
 
 
 def test_02b_reads_the_recorded_last_row_figures():
-    """02b's sentence under the records table reads the gemm_rule records it shows."""
+    """02b's sentence under the records table reads the gemm_rule records it shows: how often the op
+    beat notebook 02's kernel, two fixed small-M shapes (in every run's set), the M = 128 gap, the
+    random shapes where the op was the slower, and the range against torch."""
     import json
+    import math
 
     from tilelang_tutorial.results import REPO_ROOT
 
@@ -281,18 +284,22 @@ def test_02b_reads_the_recorded_last_row_figures():
             if r["config"].get("last_rows") in ("clamped", "two boxes", "short")}
     us = lambda r: round(r["latency_ms"] * 1e3, 1)                                   # noqa: E731
     filled = lambda r: round(r["peers"]["filled_rows"]["latency_ms"] * 1e3, 1)      # noqa: E731
-    faster = sum(r["latency_ms"] < r["peers"]["filled_rows"]["latency_ms"] for r in rows.values())
+    gap = lambda r: (r["latency_ms"] - r["peers"]["filled_rows"]["latency_ms"]) * 1e3  # noqa: E731
+    faster = sum(gap(r) < 0 for r in rows.values())
     ratios = [r["ratio_to_reference"] for r in rows.values()]
-    a, b, c = rows[(80, 8192, 8192, "float16")], rows[(8, 6208, 5464, "bfloat16")], rows[(14, 5432, 656, "float16")]
+    a, b = rows[(80, 8192, 8192, "float16")], rows[(80, 2048, 8192, "float16")]
     at_128 = [r for (M, *_), r in rows.items() if M == 128]
+    drawn = [r for r in rows.values() if r["shape"]["set"] == "random"]
+    slower = [gap(r) for r in drawn if gap(r) >= 0]
     nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
     prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
     assert f"at {faster} of these {len(rows)} shapes" in prose
     assert f"{us(a)} against {filled(a)} µs at 80 × 8192 × 8192" in prose
-    assert f"{us(b)} against {filled(b)} µs at 8 × 6208 × 5464" in prose
-    assert at_128 and all(abs(r["latency_ms"] - r["peers"]["filled_rows"]["latency_ms"]) * 1e3 <= 0.3 for r in at_128)
-    assert "nothing is filled and the two were within 0.3 µs" in prose
-    assert f"slower, {c['latency_ms'] * 1e3:.2f} against {c['peers']['filled_rows']['latency_ms'] * 1e3:.2f} µs" in prose
+    assert f"{us(b)} against {filled(b)} µs at 80 × 2048 × 8192" in prose
+    assert at_128
+    assert f"the two were within {math.ceil(10 * max(abs(gap(r)) for r in at_128)) / 10:.1f} µs" in prose
+    assert f"Of the {len(drawn)} shapes drawn at random, the op was the slower at {len(slower)}" in prose
+    assert f"(by {min(slower):.1f} to {max(slower):.1f} µs)" in prose
     assert f"{min(ratios):.2f}× to {max(ratios):.2f}×" in prose
 
 
