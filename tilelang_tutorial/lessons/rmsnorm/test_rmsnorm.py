@@ -915,6 +915,12 @@ def test_notebook_05_reads_the_recorded_width_suites():
         assert slowest["shape"]["C"] == 32 and f"{slowest['ratio_to_ceiling']:.2f} in {name}" in text, name
     below = sorted(r["shape"]["C"] for r in sweeps["fp16"] if r["ratio_to_ceiling"] < 0.9 and r["shape"]["C"] != 32)
     assert f"between {below[0]} and {below[-1]}" in text
+    # why C = 32 is the slowest: the log of the kernel and a copy of the same bytes at 64 and 256 MiB
+    log = (Path(__file__).resolve().parents[3] / "docs/measurements/2026-12-02b/rms_size.log").read_text()
+    small = re.search(r"^C=\s+32 float16\s+M= 1048576 .*same-bytes copy .* = ([\d.]+);", log, re.M)
+    large = re.search(r"^C=\s+32 float16\s+M= 4194304 .*GB/s = ([\d.]+) of the ceiling", log, re.M)
+    assert f"a plain copy reaches only {float(small.group(1)):.2f} of the copy bandwidth" in text
+    assert f"on 256 MB the same kernel reads {float(large.group(1)):.2f}" in text
 
 
 def test_the_candidate_sweep_times_distinct_layouts_and_more_at_the_missed_widths():
