@@ -265,7 +265,9 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16") -> GemmChoic
       rows of 64 x 32 blocks; every second row clamped to end at row M (:mod:`.last_rows`: no rows
       past M loaded).
     * M > 128: of the tuned, a 128 x 128, the 64 x 128 tile and five 256-row tiles 128 to 192
-      wide, the fewest waves x tile time at each tile's measured rate.
+      wide, the fewest waves x tile time at each tile's measured rate; where that makes fewer
+      than 100 blocks and K >= 4096, the candidate (tile x split of K 1-4) with the most blocks
+      within one wave (:func:`_few_blocks_split`).
     """
     tiles = SMALL_M_TILES
     if M == 1 and N >= 4096:
@@ -299,7 +301,47 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16") -> GemmChoic
         if best is None or t < best[0] - 1e-9:
             best = (t, name, cfg, blocks)
     t, name, cfg, blocks = best
+    if blocks < FEW_BLOCKS and K >= SPLIT_MIN_K:
+        return _few_blocks_split(M, N, K, name, cfg, blocks, t)
     return GemmChoice(name, cfg, 1, t, f"the fewest waves x tile time: {blocks} blocks of {cfg.block_M} x {cfg.block_N}")
+
+
+#: past 128 rows, a waves pick with fewer blocks than this leaves SMs idle for the whole of a long K
+FEW_BLOCKS = 100
+#: the tiles a few-block shape may split K over (with the waves pick itself), and the splits tried
+FEW_BLOCK_TILES = ("m128n128k128t256", "narrow")
+FEW_BLOCK_SPLITS = (1, 2, 3, 4)
+#: each slice of K keeps at least this many elements (16 steps of 64): shorter slices were not measured
+SPLIT_MIN_SLICE = 1024
+
+
+def _few_blocks_split(M, N, K, name, cfg, blocks, predicted_us):
+    """M > 128 whose waves pick makes fewer than FEW_BLOCKS blocks over a long K: of the pick, a
+    128 x 128 tile, the 64 x 128 tile and the 64 x 64 x 128 small-M tile, each with K split 1 to 4,
+    the candidate with the most blocks that still fit one wave (fewer splits on a tie). Measured on
+    the H200 (``docs/measurements/2026-12-02b/gemm_splits.log``): at 183 x 1248 x 5024 the pick made
+    30 blocks (0.63x torch) and 120 blocks of 64 x 64 with K split 2 ran 1.04x; at 228 x 2336 x 5672
+    76 blocks (0.72x) and 114 blocks of 128 x 128 split 3 ran 0.91x; in both the fastest candidate
+    was the one with the most blocks at or below 132."""
+    tiles = {name: cfg, **{n: dict((t, c) for t, c, _ in LARGE_M_TILES)[n] for n in FEW_BLOCK_TILES},
+             "m64n64k128s4": SMALL_M_TILES["m64n64k128s4"]}
+    best = (blocks, -1, name, cfg)
+    for tile_name, tile in tiles.items():
+        for split in FEW_BLOCK_SPLITS:
+            if split > 1 and K // split < SPLIT_MIN_SLICE:
+                break
+            n_blocks = _blocks(M, N, tile, split)
+            if n_blocks <= SM_COUNT and (n_blocks, -split) > best[:2]:
+                best = (n_blocks, -split, tile_name, tile)
+    n_blocks, neg_split, tile_name, tile = best
+    split = max(1, -neg_split)
+    if tile_name == name and split == 1:
+        return GemmChoice(name, cfg, 1, predicted_us, f"{blocks} blocks of {cfg.block_M} x {cfg.block_N}: no candidate "
+                          f"split of K gives more blocks within one wave of {SM_COUNT}")
+    return GemmChoice(tile_name, tile, split, None,
+                      f"the waves pick ({name}) makes only {blocks} blocks: {n_blocks} blocks of "
+                      f"{tile.block_M} x {tile.block_N}" + (f" with K split {split}" if split > 1 else "")
+                      + f", the most within one wave of {SM_COUNT}")
 
 
 def _one_row_choice(M, N, K, tiles):

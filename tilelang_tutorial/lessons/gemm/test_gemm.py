@@ -481,6 +481,8 @@ SWEEP_WINNERS = {
     (650, 3744, 8056): "tuned",
     # 2026-12-02 (docs/measurements/2026-12-02b/gemm_waves.log): 256-row tiles fill one wave
     (1228, 3504, 5280): "m256n144", (1083, 4936, 7152): "m256n192", (639, 7280, 6608): "m256n192",
+    # 2026-12-02 (docs/measurements/2026-12-02b/gemm_splits.log): few blocks over a long K, split
+    (183, 1248, 5024): "m64n64k128s4/k2", (228, 2336, 5672): "m128n128k128t256/k3",
 }
 
 
@@ -493,11 +495,13 @@ def test_the_rule_picks_what_the_sweep_measured_fastest(shape):
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("shape", [(1, 4096, 72), (3, 264, 4096), (17, 200, 328), (100, 200, 264), (100, 7000, 64),
-                                   (300, 264, 200), (40, 7000, 136), (20, 6400, 6600)],
+                                   (300, 264, 200), (40, 7000, 136), (20, 6400, 6600), (140, 520, 4104),
+                                   (129, 1848, 4104)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_every_path_of_the_rule_matches_the_reference(shape, dtype):
-    """The GEMV, the split-K pair, the 64-row tiles (one and two rows of blocks), the 128 x 64 tile and
-    the waves model's pick, through the op, on ragged shapes: poisoned output, fp32 reference."""
+    """The GEMV, the split-K pair, the 64-row tiles (one and two rows of blocks), the 128 x 64 tile,
+    the waves model's pick and its few-block splits past 128 rows (64 x 64 split 4, 128 x 128 split 4),
+    through the op, on ragged shapes: poisoned output, fp32 reference."""
     M, N, K = shape
     device = runtime.mode().device
     tdt = getattr(torch, dtype)
