@@ -390,3 +390,43 @@ def test_02b_reads_the_wave_fitted_tile_logs():
     assert f"`{cublas.group(1)}_...`, on {int(cublas.group(2)) * int(cublas.group(3))} blocks" in prose
     assert f"took {tall.group(1)} µs, {tall.group(2)}× torch" in prose
     assert rule.choose(1228, 3504, 5280, "float16", "sm_90a").name == "m256n144"
+
+
+def test_02b_reads_the_split_probe_log():
+    """02b's sentences on splitting K past 128 rows read gemm_splits.log (the rule's time and torch's,
+    the fastest split's blocks and time), and the rule picks the split each sentence names."""
+    import json
+    import re
+
+    from tilelang_tutorial.lessons.gemm import rule
+    from tilelang_tutorial.results import REPO_ROOT
+
+    log = (REPO_ROOT / "docs/measurements/2026-12-02b/gemm_splits.log").read_text()
+    nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
+    prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+    def shape_block(shape):
+        head = re.search(rf"^{shape} float16: torch ([\d.]+) us; rule \S+ ([\d.]+) us ([\d.]+)x ok$", log, re.M)
+        rows = re.findall(r"^   (\S+)\s+k(\d)\s+(\d+) blocks\s+([\d.]+) us\s+([\d.]+)x ok$",
+                          log[head.end():].split("\n\n", 1)[0], re.M)
+        return head, {(n, int(k)): (int(b), us, x) for n, k, b, us, x in rows}
+
+    head, rows = shape_block("183x1248x5024")
+    blocks, us, x = rows[("m64n64k128s4", 2)]
+    assert min(float(r[1]) for r in rows.values()) == float(us)
+    assert (f"made {rows[('narrow', 1)][0]} blocks and took {head.group(2)} µs against torch's {head.group(1)} "
+            f"({head.group(3)}×), and 64 × 64 tiles with `K` split 2, {blocks} blocks, took {us} µs ({x}×)") in prose
+    assert rule.choose(183, 1248, 5024, "float16", "sm_90a").label.endswith("/k2")
+
+    head, rows = shape_block("228x2336x5672")
+    blocks, us, x = rows[("m128n128k128t256", 3)]
+    assert min(float(r[1]) for r in rows.values()) == float(us)
+    assert (f"128 × 128 tiles split 3 ways, {blocks} blocks, took {us} µs where the 64 × 128 tile's "
+            f"{rows[('narrow', 1)][0]} blocks took {head.group(2)} ({x}× torch against {head.group(3)}×)") in prose
+    choice = rule.choose(228, 2336, 5672, "float16", "sm_90a")
+    assert (choice.name, choice.split) == ("m128n128k128t256", 3)
+
+    head, rows = shape_block("650x3744x8056")
+    fastest = min(rows, key=lambda k: float(rows[k][1]))
+    assert fastest[1] == 1 and all(b > rule.SM_COUNT for (n, k), (b, _, _) in rows.items() if k > 1)
+    assert "At 650 × 3744 × 8056 every split made more blocks than SMs and was slower." in prose
