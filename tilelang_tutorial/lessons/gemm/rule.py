@@ -323,18 +323,13 @@ def _few_blocks_split(M, N, K, name, cfg, blocks, predicted_us):
     30 blocks (0.63x torch) and 120 blocks of 64 x 64 with K split 2 ran 1.04x; at 228 x 2336 x 5672
     76 blocks (0.72x) and 114 blocks of 128 x 128 split 3 ran 0.91x; in both the fastest candidate
     was the one with the most blocks at or below 132."""
-    tiles = {name: cfg, **{n: dict((t, c) for t, c, _ in LARGE_M_TILES)[n] for n in FEW_BLOCK_TILES},
-             "m64n64k128s4": SMALL_M_TILES["m64n64k128s4"]}
-    best = (blocks, -1, name, cfg)
-    for tile_name, tile in tiles.items():
-        for split in FEW_BLOCK_SPLITS:
-            if split > 1 and K // split < SPLIT_MIN_SLICE:
-                break
-            n_blocks = _blocks(M, N, tile, split)
-            if n_blocks <= SM_COUNT and (n_blocks, -split) > best[:2]:
-                best = (n_blocks, -split, tile_name, tile)
-    n_blocks, neg_split, tile_name, tile = best
-    split = max(1, -neg_split)
+    large = {n: c for n, c, _ in LARGE_M_TILES}
+    tiles = {name: cfg, **{n: large[n] for n in FEW_BLOCK_TILES}, "m64n64k128s4": SMALL_M_TILES["m64n64k128s4"]}
+    options = [(tile_name, tile, split) for tile_name, tile in tiles.items() for split in FEW_BLOCK_SPLITS
+               if split == 1 or K // split >= SPLIT_MIN_SLICE]
+    in_one_wave = [o for o in options if _blocks(M, N, o[1], o[2]) <= SM_COUNT]      # the pick itself is one
+    tile_name, tile, split = max(in_one_wave, key=lambda o: (_blocks(M, N, o[1], o[2]), -o[2]))
+    n_blocks = _blocks(M, N, tile, split)
     if tile_name == name and split == 1:
         return GemmChoice(name, cfg, 1, predicted_us, f"{blocks} blocks of {cfg.block_M} x {cfg.block_N}: no candidate "
                           f"split of K gives more blocks within one wave of {SM_COUNT}")
