@@ -44,29 +44,52 @@ def test_default_config_tiles_the_row_with_16_byte_vectors(C):
     assert cfg.group & (cfg.group - 1) == 0 and cfg.group in rs.valid_groups(C), cfg
     assert cfg.threads % 32 == 0 and cfg.threads % cfg.group == 0 and cfg.threads <= 1024
     v = rs.vectors_per_thread(C, cfg.group)
-    assert v <= rs.MAX_VECTORS_PER_LANE, "row kept in registers: at most 5 vectors (40 elements) per thread"
+    assert v <= (rs.MAX_VECTORS_PADDED_ROW if cfg.min_blocks == 3 else rs.MAX_VECTORS_PER_LANE), \
+        "row kept in registers: at most 5 vectors (40 elements) per thread, 7 under the 3-block cap"
     assert v * cfg.group >= C // 8 > (v - 1) * cfg.group, "the padded row covers the row, no more than one round"
 
 
 def test_the_rule_at_every_width_is_the_smallest_group_with_the_fast_sigmoid_and_capped_registers():
-    """The op's layout at every multiple of 32 up to 8192 (both dtypes get the same): the smallest
-    group of at least 4 lanes (2 for C = 32) that leaves each lane at most 5 vectors, so no smaller
-    group pads less; the fast sigmoid; 4 blocks per SM at 5 vectors a lane (and at 4 with less
-    than a tenth padded), 5 blocks otherwise."""
+    """The op's layout at every multiple of 32 up to 8192: the smallest group of at least 4 lanes
+    (2 for C = 32) that leaves each lane at most 5 vectors, so no smaller group pads less; the fast
+    sigmoid; 4 blocks per SM at 5 vectors a lane (and at 4 with less than a tenth padded), 5 blocks
+    otherwise -- except rows that group leaves more than a tenth empty, which get half the group:
+    C = 6176 to 7168 (256 lanes of 4) 128 lanes of 7 under a 3-block cap in both dtypes, and in
+    bf16 the lanes of 3 vectors half as many lanes of 6 under a 4-block cap."""
     from tilelang_tutorial.lessons.rmsnorm import widths
 
     assert widths.WIDTHS == tuple(range(32, 8193, 32))
-    for C in widths.WIDTHS:
-        cfg = widths.config_for(C)
-        assert cfg == widths.config_for(C, "bfloat16") == default_config(C)
-        n_vec, v = C // 8, rs.vectors_per_thread(C, cfg.group)
-        smaller = [g for g in rs.valid_groups(C) if g < cfg.group and g >= min(4, n_vec // 2)]
-        assert all(rs.vectors_per_thread(C, g) > 5 for g in smaller), (C, cfg)
-        assert cfg.fast_sigmoid and cfg.threads == max(256, cfg.group) and cfg.block_m() >= 1
-        filled = n_vec / (v * cfg.group)
-        assert cfg.min_blocks == (5 if v == 3 or (v == 4 and filled < 0.9) else 4), (C, cfg)
+    halved = {"float16": [], "bfloat16": []}
+    for dtype in halved:
+        for C in widths.WIDTHS:
+            cfg = widths.config_for(C, dtype)
+            assert cfg == default_config(C, dtype)
+            n_vec, v = C // 8, rs.vectors_per_thread(C, cfg.group)
+            assert cfg.fast_sigmoid and cfg.threads == max(256, cfg.group) and cfg.block_m() >= 1
+            # the first bullet's group: no smaller group of at least 4 lanes keeps a lane at <= 5 vectors
+            first = min(g for g in rs.valid_groups(C) + [1024] if g >= min(4, n_vec // 2)
+                        and rs.vectors_per_thread(C, g) <= 5)
+            per_first = rs.vectors_per_thread(C, first)
+            filled = n_vec / (per_first * first)
+            if cfg.group == first:
+                assert cfg.min_blocks == (5 if v == 3 or (v == 4 and filled < 0.9) else 4), (C, dtype, cfg)
+                assert not (filled < 0.9 and first == 256 and per_first == 4 and n_vec <= 7 * 128), (C, dtype, cfg)
+                assert not (dtype == "bfloat16" and filled < 0.9 and per_first == 3 and first >= 8), (C, dtype, cfg)
+                continue
+            halved[dtype].append(C)
+            assert cfg.group == first // 2 and filled < 0.9 and v <= 7 and cfg.group * v <= first * per_first, (C, dtype, cfg)
+            assert (first, per_first, cfg.min_blocks) in ((256, 4, 3), (first, 3, 4)), (C, dtype, cfg)
+            assert per_first == 4 or dtype == "bfloat16", (C, dtype, cfg)
+    band = list(range(6176, 7169, 32))
+    assert halved["float16"] == band, halved["float16"]
+    assert sorted(set(halved["bfloat16"]) - set(band)) == [672, 1312, 1344, 1376] + list(range(2592, 2753, 32)) \
+        + list(range(5152, 5505, 32)), halved["bfloat16"]
     assert (default_config(32).group, default_config(64).group, default_config(160).group) == (2, 4, 4)
-    assert default_config(6176).group == 256 and default_config(1312).min_blocks == 5
+    assert default_config(6144).group == 256 and default_config(7200).group == 256
+    assert default_config(6176) == default_config(6176, "bfloat16") == rs.RMSNormSiLUConfig(128, 256, 1, True, 3)
+    assert default_config(5152) == rs.RMSNormSiLUConfig(256, 256, 1, True, 5)
+    assert default_config(5152, "bfloat16") == rs.RMSNormSiLUConfig(128, 256, 1, True, 4)
+    assert default_config(1312).min_blocks == 5
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -77,9 +100,9 @@ def test_the_rule_does_not_spill_where_a_lane_holds_the_most(dtype):
     vectors a lane under the same cap spilled 44-304 bytes and ran at 0.42-0.84)."""
     from tilelang_tutorial.inspector import resource_usage
 
-    for C in (160, 640, 800, 1056, 2080, 6176, 8192):
+    for C in (160, 640, 800, 1056, 2080, 5152, 6176, 7168, 8192):
         (usage,) = resource_usage(rs.build_rmsnorm_silu(C, dtype, arch="sm_90a")).values()
-        cap = 65536 // (256 * default_config(C).min_blocks)
+        cap = 65536 // (256 * default_config(C, dtype).min_blocks)
         assert usage["registers"] <= cap and usage["spill_stores"] <= 16, (C, dtype, usage)
 
 
