@@ -937,7 +937,7 @@ def test_notebook_05_reads_the_recorded_width_suites():
     for name, sweep in sweeps.items():
         assert f"{sum(r['ratio_to_ceiling'] >= 0.9 for r in sweep)} of the {len(sweep)} {name} widths" in text, name
         slowest = min(sweep, key=lambda r: r["ratio_to_ceiling"])
-        assert f"{slowest['ratio_to_ceiling']:.2f} in {name} (C = {slowest['shape']['C']})" in text, name
+        assert f"{slowest['ratio_to_ceiling']:.3f} in {name} (C = {slowest['shape']['C']})" in text, name
         nbytes = {r["shape"]["M"] * r["shape"]["C"] * 2 for r in sweep}
         assert nbytes == {bench.widths_rows(r["shape"]["C"]) * r["shape"]["C"] * 2 for r in sweep}
         assert max(nbytes) <= 2 ** 28 and min(nbytes) > 2 ** 28 * 0.999, "each width timed on 256 MB"
