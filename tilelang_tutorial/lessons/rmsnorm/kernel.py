@@ -135,6 +135,7 @@ def default_config(C: int, dtype: str = "float16") -> RMSNormSiLUConfig:
     return RMSNormSiLUConfig(group=group, threads=max(256, group), rows_per_thread=1, fast_sigmoid=True,
                              min_blocks=min_blocks)
 
+
 def check_channel_width(C: int) -> None:
     """Raise ValueError unless C is a positive multiple of CHANNEL_MULTIPLE."""
     if not isinstance(C, int) or C <= 0 or C % CHANNEL_MULTIPLE != 0:

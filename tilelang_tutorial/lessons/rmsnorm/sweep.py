@@ -36,7 +36,7 @@ MISSED_WIDTHS = (32, 64, 2592, 5152, 5216, 6176, 6400, 6688, 7008, 7328)
 def candidates(C: int) -> list[rs.RMSNormSiLUConfig]:
     """The layouts timed at width C: the op's (the rule, :func:`.kernel.default_config`), the same
     group with the IEEE division and no register cap (the kernel before the rule), and the rule
-    with the other register cap (4 <-> 5 blocks per SM).
+    with the other register cap (4 <-> 5 blocks per SM; 4 where the rule caps at 3).
 
     (Window 1 of 2026-12-01 timed, at the 28 sample widths, the then measured table's group with
     the IEEE division, and the fast sigmoid with the table's group capped at 4 blocks per SM and
@@ -45,7 +45,7 @@ def candidates(C: int) -> list[rs.RMSNormSiLUConfig]:
     rule = rs.default_config(C)
     ieee = rs.RMSNormSiLUConfig(group=rule.group, threads=rule.threads)
     other = rs.RMSNormSiLUConfig(group=rule.group, threads=rule.threads, fast_sigmoid=True,
-                                 min_blocks=9 - rule.min_blocks)
+                                 min_blocks={4: 5, 5: 4}.get(rule.min_blocks, 4))
     # the rule's misses in the recorded width suites (C = 32 at 0.84 of copy, fp16 6176-7328 at
     # 0.89, bf16 2592 and 5152-5216 at 0.89): more rows per block (more bytes in flight per block)
     # for them, and twice the threads (the 2026-12-02 sweep of all ten: no candidate reached 0.90
