@@ -112,7 +112,9 @@ def default_config(C: int, dtype: str = "float16") -> RMSNormSiLUConfig:
     * the fast sigmoid (one approximate reciprocal instead of an IEEE division);
     * registers capped for 4 blocks per SM (64 per thread) where a lane holds 5 vectors, or 4 with
       the row padded by less than a tenth; for 5 blocks (48 per thread) where it holds 3, or 4 with
-      more padding: more blocks in flight make up for the idle lanes of a padded last round;
+      more padding: more blocks in flight make up for the idle lanes of a padded last round --
+      but for 4 in fp16 on 256 lanes of 4 vectors (C = 7200 to 7360), whose build spills 16 bytes
+      under the 5-block cap (0.89-0.91 of copy; 0.92-0.94 under 4, ``docs/measurements/2026-12-03b``);
     * except on rows that group leaves more than a tenth empty, where half the group, each lane
       holding at most ``MAX_VECTORS_PADDED_ROW`` vectors, ran faster: 256 lanes of 4 vectors
       (C = 6176 to 7168) become 128 lanes of 7, capped for 3 blocks (85 registers, no spill; fp16
@@ -131,7 +133,9 @@ def default_config(C: int, dtype: str = "float16") -> RMSNormSiLUConfig:
             return RMSNormSiLUConfig(group=half, threads=256, rows_per_thread=1, fast_sigmoid=True, min_blocks=3)
         if dtype == "bfloat16" and per_lane == 3:
             return RMSNormSiLUConfig(group=half, threads=256, rows_per_thread=1, fast_sigmoid=True, min_blocks=4)
-    min_blocks = 5 if per_lane == 3 or (per_lane == 4 and filled < 0.9) else 4
+    # fp16 on 256 lanes of 4 vectors: the 5-block cap spills (16 bytes; bf16's build does not)
+    spills_under_five = dtype == "float16" and group == 256 and per_lane == 4
+    min_blocks = 5 if per_lane == 3 or (per_lane == 4 and filled < 0.9 and not spills_under_five) else 4
     return RMSNormSiLUConfig(group=group, threads=max(256, group), rows_per_thread=1, fast_sigmoid=True,
                              min_blocks=min_blocks)
 

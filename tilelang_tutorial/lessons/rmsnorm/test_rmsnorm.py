@@ -52,8 +52,8 @@ def test_default_config_tiles_the_row_with_16_byte_vectors(C):
 def test_the_rule_at_every_width_is_the_smallest_group_with_the_fast_sigmoid_and_capped_registers():
     """The op's layout at every multiple of 32 up to 8192: the smallest group of at least 4 lanes
     (2 for C = 32) that leaves each lane at most 5 vectors, so no smaller group pads less; the fast
-    sigmoid; 4 blocks per SM at 5 vectors a lane (and at 4 with less than a tenth padded), 5 blocks
-    otherwise -- except rows that group leaves more than a tenth empty, which get half the group:
+    sigmoid; 4 blocks per SM at 5 vectors a lane (and at 4 with less than a tenth padded, and on
+    fp16's 256 lanes of 4), 5 blocks otherwise -- except rows that group leaves more than a tenth empty, which get half the group:
     C = 6176 to 7168 (256 lanes of 4) 128 lanes of 7 under a 3-block cap in both dtypes, and in
     bf16 the lanes of 3 vectors half as many lanes of 6 under a 4-block cap."""
     from tilelang_tutorial.lessons.rmsnorm import widths
@@ -72,7 +72,9 @@ def test_the_rule_at_every_width_is_the_smallest_group_with_the_fast_sigmoid_and
             per_first = rs.vectors_per_thread(C, first)
             filled = n_vec / (per_first * first)
             if cfg.group == first:
-                assert cfg.min_blocks == (5 if v == 3 or (v == 4 and filled < 0.9) else 4), (C, dtype, cfg)
+                fp16_256x4 = dtype == "float16" and first == 256 and v == 4    # spills under 5 blocks
+                assert cfg.min_blocks == (5 if v == 3 or (v == 4 and filled < 0.9 and not fp16_256x4) else 4), \
+                    (C, dtype, cfg)
                 assert not (filled < 0.9 and first == 256 and per_first == 4 and n_vec <= 7 * 128), (C, dtype, cfg)
                 assert not (dtype == "bfloat16" and filled < 0.9 and per_first == 3 and first >= 8), (C, dtype, cfg)
                 continue
@@ -90,20 +92,23 @@ def test_the_rule_at_every_width_is_the_smallest_group_with_the_fast_sigmoid_and
     assert default_config(5152) == rs.RMSNormSiLUConfig(256, 256, 1, True, 5)
     assert default_config(5152, "bfloat16") == rs.RMSNormSiLUConfig(128, 256, 1, True, 4)
     assert default_config(1312).min_blocks == 5
+    assert [default_config(C).min_blocks for C in (7200, 7360)] == [4, 4]
+    assert [default_config(C, "bfloat16").min_blocks for C in (7200, 7360)] == [5, 5]
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_the_rule_does_not_spill_where_a_lane_holds_the_most(dtype):
     """ptxas on the rule's kernels at widths with 5, 4 and 3 vectors per lane, padded and not:
     the register cap must not push the row out to local memory (ptxas spills 4 bytes at 1056 and
-    16 at 6176 in fp16, which ran at 0.93 and 0.88 of copy on the H200; the layouts with 7-8
-    vectors a lane under the same cap spilled 44-304 bytes and ran at 0.42-0.84)."""
+    16 at 6176 and at 7200-7360 in fp16 under a 5-block cap, which ran at 0.93, 0.88 and 0.89-0.91
+    of copy on the H200; the layouts with 7-8 vectors a lane under the same cap spilled 44-304
+    bytes and ran at 0.42-0.84). The rule's builds spill at most 1056's 4 bytes."""
     from tilelang_tutorial.inspector import resource_usage
 
-    for C in (160, 640, 800, 1056, 2080, 5152, 6176, 7168, 8192):
+    for C in (160, 640, 800, 1056, 2080, 5152, 6176, 7168, 7200, 7360, 8192):
         (usage,) = resource_usage(rs.build_rmsnorm_silu(C, dtype, arch="sm_90a")).values()
         cap = 65536 // (256 * default_config(C, dtype).min_blocks)
-        assert usage["registers"] <= cap and usage["spill_stores"] <= 16, (C, dtype, usage)
+        assert usage["registers"] <= cap and usage["spill_stores"] <= 4, (C, dtype, usage)
 
 
 def test_the_fast_sigmoid_compiles_to_one_approximate_reciprocal_and_no_division():
