@@ -928,8 +928,8 @@ def test_width_suite_glue_records_the_rule_with_two_timings(monkeypatch, dtype):
 
 def test_notebook_05_reads_the_recorded_width_suites():
     """Section 6's sentence quotes the width suites' counts, the size they timed and the slowest
-    width of each precision, and the range of the fp16 misses, each of them a padded row: re-recording
-    the suites must update it (the figures come from results/, never typed in by hand)."""
+    width of each precision, and the widths each precision misses, each of them a padded row:
+    re-recording the suites must update it (the figures come from results/, never typed in by hand)."""
     import json
 
     from tilelang_tutorial import report
@@ -947,11 +947,15 @@ def test_notebook_05_reads_the_recorded_width_suites():
         assert nbytes == {bench.widths_rows(r["shape"]["C"]) * r["shape"]["C"] * 2 for r in sweep}
         assert max(nbytes) <= 2 ** 28 and min(nbytes) > 2 ** 28 * 0.999, "each width timed on 256 MB"
     assert "each timed on 256 MB of input" in text
-    below = sorted(r["shape"]["C"] for r in sweeps["fp16"] if r["ratio_to_ceiling"] < 0.9)
-    assert f"between {below[0]} and {below[-1]}" in text
-    for C in below:            # "widths whose rows leave part of the last round of vectors empty"
-        vectors, group = C // 8, rs.config_for(C, "float16").group
-        assert vectors % group, (C, group)
+    for name, sweep in sweeps.items():
+        below = sorted(r["shape"]["C"] for r in sweep if r["ratio_to_ceiling"] < 0.9)
+        assert (f"The {name} misses" in text) == bool(below), (name, below)
+        if below:
+            listed = " and ".join([", ".join(map(str, below[:-1]))] * (len(below) > 1) + [str(below[-1])])
+            assert f"The {name} misses, {listed}," in text, (name, listed)
+        for C in below:        # "rows that leave part of the last round of vectors empty"
+            vectors, group = C // 8, rs.config_for(C, sweep[0]["dtype"]).group
+            assert vectors % group, (name, C, group)
 
 
 def test_the_candidate_sweep_times_distinct_layouts_and_more_at_the_missed_widths():
