@@ -41,7 +41,7 @@ def partial_layout(block_m, W, threads):
     return Fragment([block_m, W], forward_thread_fn=thread_fn, forward_index_fn=index_fn, replicate=32)
 
 
-def program(C, dtype, W, V, rows_per_block=1, min_blocks=0, fused=False):
+def program(C, dtype, W, V, rows_per_block=1, min_blocks=0):
     L = 32 * V * VEC
     assert W * L >= C and (W - 1) * L < C, (C, W, V)
     threads = 32 * W * rows_per_block
@@ -77,19 +77,12 @@ def program(C, dtype, W, V, rows_per_block=1, min_blocks=0, fused=False):
                 for w in T.serial(W):
                     s += part_s[i, w]
                 rstd[i] = T.rsqrt(s * inv_c + eps)
-            if fused:
-                # output straight from the SiLU, predicated per 16-byte vector (gamma read likewise)
-                for i, w, l in T.Parallel(block_m, W, L):
-                    if w * L + l < C:
-                        v = T.Cast(accum, x[i, w, l]) * rstd[i] * T.Cast(accum, Gamma[w * L + l])
-                        Y[bx * block_m + i, w * L + l] = T.Cast(dtype, v * T.fast_rcp(1.0 + T.exp2(v * -LOG2_E)))
-            else:
-                # gamma read in the SiLU loop: TileLang predicates each 16-byte vector against C
-                for i, w, l in T.Parallel(block_m, W, L):
-                    v = T.Cast(accum, x[i, w, l]) * rstd[i] * T.Cast(accum, Gamma[w * L + l])
-                    y[i, w, l] = T.Cast(dtype, v * T.fast_rcp(1.0 + T.exp2(v * -LOG2_E)))
-                for i, w, l in T.Parallel(block_m, W, L):
-                    if w * L + l < C:
-                        Y[bx * block_m + i, w * L + l] = y[i, w, l]
+            # gamma read in the SiLU loop: TileLang predicates each 16-byte vector against C
+            for i, w, l in T.Parallel(block_m, W, L):
+                v = T.Cast(accum, x[i, w, l]) * rstd[i] * T.Cast(accum, Gamma[w * L + l])
+                y[i, w, l] = T.Cast(dtype, v * T.fast_rcp(1.0 + T.exp2(v * -LOG2_E)))
+            for i, w, l in T.Parallel(block_m, W, L):
+                if w * L + l < C:
+                    Y[bx * block_m + i, w * L + l] = y[i, w, l]
 
     return main

@@ -53,8 +53,8 @@ def test_the_rule_at_every_width_is_the_smallest_group_with_the_fast_sigmoid_and
     """The op's layout at every multiple of 32 up to 8192: the smallest group of at least 4 lanes
     (2 for C = 32) that leaves each lane at most 5 vectors, so no smaller group pads less; the fast
     sigmoid; 4 blocks per SM at 5 vectors a lane (and at 4 with less than a tenth padded, and on
-    fp16's 256 lanes of 4), 5 blocks otherwise -- except rows that group leaves more than a tenth empty, which get half the group:
-    C = 6176 to 7168 (256 lanes of 4) 128 lanes of 7 under a 3-block cap in both dtypes, and in
+    fp16's 256 lanes of 4), 5 blocks otherwise -- except rows that group leaves more than a tenth
+    empty, which get half the group: C = 6176 to 7168 (256 lanes of 4) 128 lanes of 7 under a 3-block cap in both dtypes, and in
     bf16 the lanes of 3 vectors half as many lanes of 6 under a 4-block cap."""
     from tilelang_tutorial.lessons.rmsnorm import widths
 
