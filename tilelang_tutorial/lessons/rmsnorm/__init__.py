@@ -26,11 +26,10 @@ def measured(record):
 
     c, dtype = record["config"], record["dtype"]
     C = record["shape"]["C"]
-    def config(d):
-        return kernel.RMSNormSiLUConfig(**{k: v for k, v in d.items() if k in kernel.CONFIG_FIELDS})
+    config = kernel.config_from_dict
 
     if record["suite"] in ("rmsnorm_widths", "rmsnorm_widths_bf16"):
-        return [kernel.rmsnorm_silu_program(C, dtype, config(c))]
+        return [kernel.op_program(C, dtype, config(c))]
     reference = [kernel.rmsnorm_silu_program(C, dtype, config(c["reference_config"]))] if "reference_config" in c else []
     if record["kernel"] == "rmsnorm_silu_naive":
         return [kernel.naive_rmsnorm_silu_program(C, dtype, c["block_m"], c["threads"])] + reference
@@ -38,7 +37,7 @@ def measured(record):
         return [two_pass.two_pass_rmsnorm_silu_program(C, dtype, block_m=c["block_m"], block_C=c["block_C"],
                                                        threads=c["threads"])] + reference
     cfg = config(c["kernel_config"])
-    program = kernel.rmsnorm_silu_program(C, dtype, cfg)
+    program = kernel.op_program(C, dtype, cfg)
     if record["kernel"] == "vae_block_e2e":
         return ([program] if c["dispatch_path"] == "tilelang" else []) + [vae_block.VAEResBlock, vae_block.fused_norm_silu, vae_block.eager_norm_silu,
                                                                             dispatch.fused_rmsnorm_silu]
@@ -139,6 +138,9 @@ def flow_bugs():
         FlowBug("05b_rmsnorm_in_depth.ipynb", "two_pass_rmsnorm_silu_program",
                 "rstd[i] += part[i]", "rstd[i] = part[i]",
                 what="the two-pass sum keeps only the last chunk", until="## 3."),
+        FlowBug("05b_rmsnorm_in_depth.ipynb", "warp_segment_rmsnorm_silu_program",
+                "rstd[i] += warp_sums_shared[i, w]", "rstd[i] = warp_sums_shared[i, w]",
+                what="the warp-segment sum keeps only the row's last warp", until="## 4."),
     ]
 
 

@@ -40,8 +40,8 @@ def measured(record):
     if c["path"] == "triton":
         return op_code + [dispatch._triton_fn, triton_existing.rmsnorm_silu_triton, triton_existing._launch,
                           triton_existing._rmsnorm_silu_kernel.fn, f"triton config {c['triton_config']}"]
-    cfg = kernel.RMSNormSiLUConfig(**c["kernel_config"])
-    return [kernel.rmsnorm_silu_program(C, record["dtype"], cfg)] + op_code + [
+    cfg = kernel.config_from_dict(c["kernel_config"])
+    return [kernel.op_program(C, record["dtype"], cfg)] + op_code + [
         kernel.rmsnorm_silu, kernel._call, kernel.validate_rmsnorm_silu_inputs]
 
 
@@ -79,7 +79,8 @@ def bare_call(x, gamma, y):
     cfg = kernel.config_for(C, DTYPE)
     compiled = kernel.build_rmsnorm_silu(C, DTYPE, cfg)
     return (lambda: compiled(x2d, gamma, y2d, EPS)), "compiled TileLang kernel(x2d, gamma, y2d, eps)", {
-        "path": "tilelang", "kernel_config": {k: v for k, v in cfg.as_dict().items() if k in kernel.CONFIG_FIELDS}}
+        "path": "tilelang", "kernel_config": {k: v for k, v in cfg.as_dict().items()
+                                              if k in kernel.CONFIG_FIELDS + ("layout",) + kernel.SEGMENT_CONFIG_FIELDS}}
 
 
 def run(quick: bool = False) -> results.Run:

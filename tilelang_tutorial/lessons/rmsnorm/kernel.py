@@ -36,6 +36,7 @@ from torch import Tensor as _Tensor
 
 from ... import runtime
 from ...checks import check_tensor, first_problem
+from .warp_segments import SEGMENT_CONFIG_FIELDS, WarpSegmentConfig, segment_config, warp_segment_rmsnorm_silu_program
 
 #: Channel widths must be a multiple of this (four 16-byte vectors of fp16/bf16).
 CHANNEL_MULTIPLE = 32
@@ -115,6 +116,8 @@ def default_config(C: int, dtype: str = "float16") -> RMSNormSiLUConfig:
       more padding: more blocks in flight make up for the idle lanes of a padded last round --
       but for 4 in fp16 on 256 lanes of 4 vectors (C = 7200 to 7360), whose build spills 16 bytes
       under the 5-block cap (0.89-0.91 of copy; 0.92-0.94 under 4, ``docs/measurements/2026-12-03b``);
+      and for 5 in bf16 on 256 lanes of 4 vectors with the row up to 0.92 filled (C = 7392 to 7520:
+      0.94-0.95 of copy against 0.90-0.92 under 4, ``docs/measurements/2026-12-03c``);
     * except on rows that group leaves more than a tenth empty, where half the group, each lane
       holding at most ``MAX_VECTORS_PADDED_ROW`` vectors, ran faster: 256 lanes of 4 vectors
       (C = 6176 to 7168) become 128 lanes of 7, capped for 3 blocks (85 registers, no spill; fp16
@@ -135,7 +138,8 @@ def default_config(C: int, dtype: str = "float16") -> RMSNormSiLUConfig:
             return RMSNormSiLUConfig(group=half, threads=256, rows_per_thread=1, fast_sigmoid=True, min_blocks=4)
     # fp16 on 256 lanes of 4 vectors: the 5-block cap spills (16 bytes; bf16's build does not)
     spills_under_five = dtype == "float16" and group == 256 and per_lane == 4
-    min_blocks = 5 if per_lane == 3 or (per_lane == 4 and filled < 0.9 and not spills_under_five) else 4
+    padded = filled < (0.92 if dtype == "bfloat16" and group == 256 else 0.9)
+    min_blocks = 5 if per_lane == 3 or (per_lane == 4 and padded and not spills_under_five) else 4
     return RMSNormSiLUConfig(group=group, threads=max(256, group), rows_per_thread=1, fast_sigmoid=True,
                              min_blocks=min_blocks)
 
@@ -262,9 +266,24 @@ def naive_rmsnorm_silu_program(C: int, dtype: str = "float16", block_m: int = 8,
     return main
 
 
+def op_program(C: int, dtype: str, config):
+    """The program the op builds for ``config``: :func:`rmsnorm_silu_program` for a power-of-two
+    group (:class:`RMSNormSiLUConfig`), the warp-segment kernel for a :class:`.WarpSegmentConfig`."""
+    if isinstance(config, WarpSegmentConfig):
+        return warp_segment_rmsnorm_silu_program(C, dtype, config)
+    return rmsnorm_silu_program(C, dtype, config)
+
+
+def config_from_dict(d: dict):
+    """The configuration a record stores (``config.as_dict()``, possibly with other keys), read back."""
+    if d.get("layout") == "warp_segments":
+        return WarpSegmentConfig(**{k: d[k] for k in SEGMENT_CONFIG_FIELDS})
+    return RMSNormSiLUConfig(**{k: v for k, v in d.items() if k in CONFIG_FIELDS})
+
+
 @functools.lru_cache(maxsize=None)
-def _build(C: int, dtype: str, config: RMSNormSiLUConfig, arch: str):
-    return runtime.compile_kernel(rmsnorm_silu_program(C, dtype, config), arch=arch)
+def _build(C: int, dtype: str, config, arch: str):
+    return runtime.compile_kernel(op_program(C, dtype, config), arch=arch)
 
 
 def build_rmsnorm_silu(C: int, dtype: str = "float16", config: RMSNormSiLUConfig | None = None,
@@ -277,9 +296,11 @@ def build_rmsnorm_silu(C: int, dtype: str = "float16", config: RMSNormSiLUConfig
     return _build(C, dtype, config or config_for(C, dtype), arch or runtime.current_arch())
 
 
-def config_for(C: int, dtype: str = "float16") -> RMSNormSiLUConfig:
-    """The layout the op uses for width C: the rule, :func:`default_config`."""
-    return default_config(C, dtype)
+def config_for(C: int, dtype: str = "float16"):
+    """The layout the op uses for width C: warp segments in the bf16 bands where they were measured
+    faster (:data:`.warp_segments.SEGMENT_BANDS`, notebook 05b), the rule (:func:`default_config`)
+    everywhere else."""
+    return segment_config(C, dtype) or default_config(C, dtype)
 
 
 @functools.lru_cache(maxsize=None)
@@ -481,14 +502,16 @@ def rmsnorm_silu_from(program):
     """The op :func:`rmsnorm_silu`, built from another kernel factory: ``program(C, dtype, config)
     -> T.prim_func`` with the signature of :func:`rmsnorm_silu_program`. Returns ``op(x, gamma,
     eps=DEFAULT_EPS, out=None)``, which validates its inputs as the op does and compiles each
-    (factory, C, dtype) once. Notebook 05 passes the factory its kernel cell defines, so its later
-    cells run the reader's kernel. (A separate function, so that the op's own code, which the
-    benchmark records fingerprint, stays as measured.)
+    (factory, C, dtype) once, with the rule's layout (:func:`default_config`) at every width: the
+    factory is a power-of-two-group kernel like the lesson's (the op itself uses warp segments in
+    three bf16 bands). Notebook 05 passes the factory its kernel cell defines, so its later cells
+    run the reader's kernel. (A separate function, so that the op's own code, which the benchmark
+    records fingerprint, stays as measured.)
     """
     calls = runtime.CallCache(_VALIDATED_MAX)
 
     def kernel_for(C: int, dtype: str):
-        return _build_from(program, C, dtype, config_for(C, dtype), runtime.current_arch())
+        return _build_from(program, C, dtype, default_config(C, dtype), runtime.current_arch())
 
     def op(x, gamma, eps: float = DEFAULT_EPS, out=None):
         return _call(calls, kernel_for, x, gamma, eps, out)
