@@ -167,8 +167,8 @@ def warp_segment_rmsnorm_silu_program(C: int, dtype: str, config: WarpSegmentCon
 
 #: Where the op uses warp segments instead of the power-of-two rule: (dtype, first C, last C, layout),
 #: each band measured on the H200 against the rule in two rounds (docs/measurements/2026-12-03c:
-#: bf16 3104-3168 0.925-0.938 of copy against 0.904-0.916, 4128-4256 0.923-0.948 against
-#: 0.901-0.930, 6176-6400 0.935-0.952 against 0.889-0.923) and then recorded by the width suite with the rest.
+#: bf16 3104-3168 0.93-0.94 of copy against 0.90-0.92, 4128-4256 0.92-0.95 against 0.90-0.93,
+#: 6176-6400 0.94-0.95 against 0.89-0.92) and then recorded by the width suite with the rest.
 SEGMENT_BANDS = (
     ("bfloat16", 3104, 3168, WarpSegmentConfig(warps=3, rows_per_block=2, min_blocks=6)),
     ("bfloat16", 4128, 4256, WarpSegmentConfig(warps=3, rows_per_block=2, min_blocks=5)),
