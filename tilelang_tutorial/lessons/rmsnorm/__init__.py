@@ -26,8 +26,7 @@ def measured(record):
 
     c, dtype = record["config"], record["dtype"]
     C = record["shape"]["C"]
-    config = kernel.config_from_dict
-
+    config = kernel.config_from_dict      # either layout: the row-group rule's or warp segments
     if record["suite"] in ("rmsnorm_widths", "rmsnorm_widths_bf16"):
         return [kernel.op_program(C, dtype, config(c))]
     reference = [kernel.rmsnorm_silu_program(C, dtype, config(c["reference_config"]))] if "reference_config" in c else []
