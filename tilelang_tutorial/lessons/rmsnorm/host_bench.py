@@ -18,7 +18,7 @@ The outputs of the drop-in and the bare call are checked first (poisoned buffers
 from __future__ import annotations
 
 from ... import checks, host_cost, results
-from . import dispatch, kernel
+from . import dispatch, kernel, warp_segments
 
 SUITE = "rmsnorm_host"
 COMMAND = "python -m tilelang_tutorial bench rmsnorm_host"
@@ -80,7 +80,7 @@ def bare_call(x, gamma, y):
     compiled = kernel.build_rmsnorm_silu(C, DTYPE, cfg)
     return (lambda: compiled(x2d, gamma, y2d, EPS)), "compiled TileLang kernel(x2d, gamma, y2d, eps)", {
         "path": "tilelang", "kernel_config": {k: v for k, v in cfg.as_dict().items()
-                                              if k in kernel.CONFIG_FIELDS + ("layout",) + kernel.SEGMENT_CONFIG_FIELDS}}
+                                              if k in kernel.CONFIG_FIELDS + ("layout",) + warp_segments.SEGMENT_CONFIG_FIELDS}}
 
 
 def run(quick: bool = False) -> results.Run:

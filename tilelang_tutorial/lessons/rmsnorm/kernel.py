@@ -36,7 +36,6 @@ from torch import Tensor as _Tensor
 
 from ... import runtime
 from ...checks import check_tensor, first_problem
-from .warp_segments import SEGMENT_CONFIG_FIELDS, WarpSegmentConfig, segment_config, warp_segment_rmsnorm_silu_program
 
 #: Channel widths must be a multiple of this (four 16-byte vectors of fp16/bf16).
 CHANNEL_MULTIPLE = 32
@@ -269,6 +268,8 @@ def naive_rmsnorm_silu_program(C: int, dtype: str = "float16", block_m: int = 8,
 def op_program(C: int, dtype: str, config):
     """The program the op builds for ``config``: :func:`rmsnorm_silu_program` for a power-of-two
     group (:class:`RMSNormSiLUConfig`), the warp-segment kernel for a :class:`.WarpSegmentConfig`."""
+    from .warp_segments import WarpSegmentConfig, warp_segment_rmsnorm_silu_program  # imports this module
+
     if isinstance(config, WarpSegmentConfig):
         return warp_segment_rmsnorm_silu_program(C, dtype, config)
     return rmsnorm_silu_program(C, dtype, config)
@@ -276,6 +277,8 @@ def op_program(C: int, dtype: str, config):
 
 def config_from_dict(d: dict):
     """The configuration a record stores (``config.as_dict()``, possibly with other keys), read back."""
+    from .warp_segments import SEGMENT_CONFIG_FIELDS, WarpSegmentConfig  # imports this module
+
     if d.get("layout") == "warp_segments":
         return WarpSegmentConfig(**{k: d[k] for k in SEGMENT_CONFIG_FIELDS})
     return RMSNormSiLUConfig(**{k: v for k, v in d.items() if k in CONFIG_FIELDS})
@@ -300,6 +303,8 @@ def config_for(C: int, dtype: str = "float16"):
     """The layout the op uses for width C: warp segments in the bf16 bands where they were measured
     faster (:data:`.warp_segments.SEGMENT_BANDS`, notebook 05b), the rule (:func:`default_config`)
     everywhere else."""
+    from .warp_segments import segment_config  # imports this module
+
     return segment_config(C, dtype) or default_config(C, dtype)
 
 

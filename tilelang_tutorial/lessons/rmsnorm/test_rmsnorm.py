@@ -120,7 +120,7 @@ def test_the_op_uses_warp_segments_only_in_the_measured_bf16_bands_and_they_fill
             assert isinstance(cfg, ws.WarpSegmentConfig), (C, dtype)
             ws.check_segment_config(C, cfg)
             V = ws.segment_vectors(C, cfg.warps)
-            assert V <= ws.MAX_SEGMENT_VECTORS and cfg.group == 32 * cfg.warps == cfg.threads // cfg.rows_per_block
+            assert V <= rs.MAX_VECTORS_PADDED_ROW and cfg.group == 32 * cfg.warps == cfg.threads // cfg.rows_per_block
             assert widths.empty_slots(C, cfg.group) < widths.empty_slots(C, rule.group), (C, cfg, rule)
             assert cfg.as_dict()["layout"] == "warp_segments" and rs.config_from_dict(cfg.as_dict()) == cfg
 

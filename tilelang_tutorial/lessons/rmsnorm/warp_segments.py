@@ -22,13 +22,11 @@ from dataclasses import dataclass
 import tilelang.language as T
 from tilelang.layout import Fragment
 
+# kernel.py imports this module inside the functions that use it, so this import makes no cycle.
+from .kernel import LOG2_E, MAX_VECTORS_PADDED_ROW, VEC, check_channel_width
+
 #: lanes of a warp
 WARP = 32
-#: elements of fp16/bf16 in a 16-byte vector (as in kernel.py)
-SEGMENT_VEC = 8
-SEGMENT_LOG2_E = 1.4426950408889634
-#: the most 16-byte vectors a lane holds (as the rule: more and the capped registers spill)
-MAX_SEGMENT_VECTORS = 7
 
 
 @dataclass(frozen=True)
@@ -67,19 +65,20 @@ SEGMENT_CONFIG_FIELDS = ("warps", "rows_per_block", "min_blocks")
 
 def segment_vectors(C: int, warps: int) -> int:
     """16-byte vectors each lane holds: the row's C / 8 vectors over ``32 x warps`` lanes, rounded up."""
-    return -(-(C // SEGMENT_VEC) // (WARP * warps))
+    return -(-(C // VEC) // (WARP * warps))
 
 
 def check_segment_config(C: int, config: WarpSegmentConfig) -> None:
-    """Raise ValueError unless ``config`` lays out a row of C channels with every warp holding data."""
-    if C <= 0 or C % (4 * SEGMENT_VEC):
-        raise ValueError(f"warp segments need C a positive multiple of 32, got {C}")
+    """Raise ValueError unless ``config`` lays out a row of C channels with every warp holding data:
+    C a multiple of 32, at most ``MAX_VECTORS_PADDED_ROW`` vectors a lane (more and the capped
+    registers spill), at most 1024 threads a block."""
+    check_channel_width(C)
     if config.warps < 1 or config.rows_per_block < 1 or config.threads > 1024:
         raise ValueError(f"{config}: warps and rows_per_block must be >= 1 and the block at most 1024 threads")
     V = segment_vectors(C, config.warps)
-    if V > MAX_SEGMENT_VECTORS:
-        raise ValueError(f"{config}: {V} vectors a lane at C = {C}; at most {MAX_SEGMENT_VECTORS} (use more warps)")
-    if (config.warps - 1) * WARP * V * SEGMENT_VEC >= C:
+    if V > MAX_VECTORS_PADDED_ROW:
+        raise ValueError(f"{config}: {V} vectors a lane at C = {C}; at most {MAX_VECTORS_PADDED_ROW} (use more warps)")
+    if (config.warps - 1) * WARP * V * VEC >= C:
         raise ValueError(f"{config}: at C = {C} the last warp of a row would hold no channel (use fewer warps)")
 
 
@@ -89,10 +88,10 @@ def warp_segment_layout(block_m: int, warps: int, L: int, threads: int) -> Fragm
     rows_per_pass = threads // (WARP * warps)
 
     def thread_fn(i, w, j):
-        return (i % rows_per_pass) * (WARP * warps) + w * WARP + (j // SEGMENT_VEC) % WARP
+        return (i % rows_per_pass) * (WARP * warps) + w * WARP + (j // VEC) % WARP
 
     def index_fn(i, w, j):
-        return (i // rows_per_pass) * (L // WARP) + (j // (SEGMENT_VEC * WARP)) * SEGMENT_VEC + j % SEGMENT_VEC
+        return (i // rows_per_pass) * (L // WARP) + (j // (VEC * WARP)) * VEC + j % VEC
 
     return Fragment([block_m, warps, L], forward_thread_fn=thread_fn, forward_index_fn=index_fn)
 
@@ -114,7 +113,7 @@ def warp_segment_rmsnorm_silu_program(C: int, dtype: str, config: WarpSegmentCon
     """``main(X[m, C], gamma[C], Y[m, C], eps)`` with dynamic m, a row held by ``config.warps`` warps."""
     check_segment_config(C, config)
     warps, threads, block_m = config.warps, config.threads, config.block_m()
-    L = WARP * segment_vectors(C, warps) * SEGMENT_VEC      # columns a segment (the last one padded)
+    L = WARP * segment_vectors(C, warps) * VEC  # columns a segment (the last one padded)
     accum = "float32"
     inv_c = 1.0 / C
     m = T.dynamic("m")
@@ -157,7 +156,7 @@ def warp_segment_rmsnorm_silu_program(C: int, dtype: str, config: WarpSegmentCon
             # gamma's padding vectors are not read: TileLang guards each 16-byte load against C
             for i, w, j in T.Parallel(block_m, warps, L):
                 v = T.Cast(accum, x[i, w, j]) * rstd[i] * T.Cast(accum, Gamma[w * L + j])
-                y[i, w, j] = T.Cast(dtype, v * T.fast_rcp(1.0 + T.exp2(v * -SEGMENT_LOG2_E)))
+                y[i, w, j] = T.Cast(dtype, v * T.fast_rcp(1.0 + T.exp2(v * -LOG2_E)))
             for i, w, j in T.Parallel(block_m, warps, L):
                 if w * L + j < C and bx * block_m + i < m:
                     Y[bx * block_m + i, w * L + j] = y[i, w, j]
