@@ -66,7 +66,8 @@ def test_gemm_host_records_measure_the_chosen_kernels_and_the_op():
 
 
 def test_rmsnorm_host_covers_the_goal_grid_and_both_paths():
-    from tilelang_tutorial.lessons.rmsnorm import dispatch, host_bench, kernel
+    from tilelang_tutorial.lessons.rmsnorm import dispatch, host_bench
+    from tilelang_tutorial.lessons.rmsnorm import op as rms_op
 
     pts = host_bench.points()
     assert {M for M, _ in pts} == {1, 2048, 16384}
@@ -77,7 +78,7 @@ def test_rmsnorm_host_covers_the_goal_grid_and_both_paths():
     names = _names("rmsnorm_host", triton)
     assert not any(n.startswith("TileLang program") for n in names)
     assert any("rmsnorm_silu_triton" in n for n in names) and any("fused_rmsnorm_silu" in n for n in names)
-    cfg = kernel.config_for(320, "float16")
+    cfg = rms_op.config_for(320, "float16")
     tl = {"kernel": "fused_rmsnorm_silu", "shape": {"M": 1, "C": 320}, "dtype": "float16",
           "config": {"path": "tilelang", "kernel_config": {"group": cfg.group, "threads": cfg.threads,
                                                            "rows_per_thread": cfg.rows_per_thread}}}
@@ -417,6 +418,7 @@ def test_gemm_host_run_glue(on_cpu, monkeypatch, split):
 
 def test_rmsnorm_host_run_glue(on_cpu, monkeypatch):
     from tilelang_tutorial.lessons.rmsnorm import host_bench, kernel
+    from tilelang_tutorial.lessons.rmsnorm import op as rms_op
 
     monkeypatch.setattr(host_bench, "points", lambda quick=False: [(3, 320), (1, 640)])
 
@@ -424,7 +426,7 @@ def test_rmsnorm_host_run_glue(on_cpu, monkeypatch):
         def k(x2d, gamma, y2d, eps):
             y2d.copy_(kernel.rmsnorm_silu_reference(x2d, gamma, eps))
         return k
-    monkeypatch.setattr(kernel, "build_rmsnorm_silu", fake_build)
+    monkeypatch.setattr(rms_op, "build_rmsnorm_silu", fake_build)
     run = host_bench.run()
     _check_run(run, 2, 4, on_cpu)
     for rec in run.records:

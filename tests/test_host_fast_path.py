@@ -438,12 +438,13 @@ def rms_fake_gpu(monkeypatch):
     """GPU mode on a CPU machine: the drop-in's TileLang path builds a stand-in that checks its
     arguments as the compiled kernel does and computes the reference; fresh caches."""
     from tilelang_tutorial.lessons.rmsnorm import kernel as rs
+    from tilelang_tutorial.lessons.rmsnorm import op as rms_op
 
     mode = _FakeGPUMode("gpu", "sm_90a", "a stand-in GPU", True)
     monkeypatch.setattr(runtime, "mode", lambda: mode)
     monkeypatch.setattr(runtime, "checks_its_arguments", lambda kernel: getattr(kernel, "checks", False))
-    monkeypatch.setattr(rs, "_CALLS", runtime.CallCache())
-    monkeypatch.setattr(rs, "_VALIDATED", {})
+    monkeypatch.setattr(rms_op, "_CALLS", runtime.CallCache())
+    monkeypatch.setattr(rms_op, "_VALIDATED", {})
     built, kernels = [], {}
 
     def build(C, dtype):                # compiled once per (C, dtype), as the real build is
@@ -460,8 +461,8 @@ def rms_fake_gpu(monkeypatch):
         built.append((C, dtype))
         kernels[C, dtype] = kernel
         return kernel
-    monkeypatch.setattr(rs, "_op_kernel", build)
-    return rs, built
+    monkeypatch.setattr(rms_op, "_op_kernel", build)
+    return rs, rms_op, built
 
 
 def _bad_rms_inputs(x, gamma, out, other):
@@ -493,10 +494,10 @@ def test_gpu_mode_drop_in_keys_on_what_picks_the_kernel_and_names_each_refused_a
     op's one line (not the kernel's message), on every call."""
     from tilelang_tutorial.lessons.rmsnorm import dispatch
 
-    rs, built = rms_fake_gpu
+    rs, rms_op, built = rms_fake_gpu
     full = []
-    real = rs._validate_fully
-    monkeypatch.setattr(rs, "_validate_fully", lambda *a: full.append(1) or real(*a))
+    real = rms_op._validate_fully
+    monkeypatch.setattr(rms_op, "_validate_fully", lambda *a: full.append(1) or real(*a))
     x = checks.random_tensor((48, 64), torch.float16, "cpu")
     gamma = checks.random_tensor((64,), torch.float16, "cpu")
     out = checks.poisoned((48, 64), torch.float16, "cpu")
@@ -520,34 +521,34 @@ def test_gpu_mode_drop_in_keys_on_what_picks_the_kernel_and_names_each_refused_a
 
 
 def test_gpu_mode_drop_in_keys_differ_where_the_kernel_or_its_launch_does(rms_fake_gpu):
-    rs, built = rms_fake_gpu
+    rs, rms_op, built = rms_fake_gpu
     gamma = checks.random_tensor((64,), torch.float16, "cpu")
     for x in (checks.random_tensor((8, 64), torch.float16, "cpu"),           # 2-D: launched directly
               checks.random_tensor((2, 4, 64), torch.float16, "cpu"),        # 3-D: launched on views
               checks.random_tensor((8, 64), torch.bfloat16, "cpu")):
         g = gamma.to(x.dtype)
-        checks.assert_close(rs.rmsnorm_silu(x, g), rs.rmsnorm_silu_reference(x, g),
+        checks.assert_close(rms_op.rmsnorm_silu(x, g), rs.rmsnorm_silu_reference(x, g),
                             tolerance=checks.TOLERANCE[str(x.dtype)[6:]])
-        rs.rmsnorm_silu(x, g, out=torch.empty_like(x))
-    assert len(rs._CALLS) == 6 and built == [(64, "float16"), (64, "bfloat16")]
+        rms_op.rmsnorm_silu(x, g, out=torch.empty_like(x))
+    assert len(rms_op._CALLS) == 6 and built == [(64, "float16"), (64, "bfloat16")]
     with pytest.raises(ValueError, match="out must be contiguous"):     # the 3-D key, a strided out
-        rs.rmsnorm_silu(checks.random_tensor((2, 4, 64), torch.float16, "cpu"), gamma,
+        rms_op.rmsnorm_silu(checks.random_tensor((2, 4, 64), torch.float16, "cpu"), gamma,
                         out=torch.empty(2, 64, 4, dtype=torch.float16).transpose(1, 2))
 
 
 def test_gpu_mode_drop_in_checks_every_call_where_nothing_else_does(rms_fake_gpu, monkeypatch):
     """A kernel that checks nothing (another backend) or an empty input (no launch): the op's own
     checks run on every call."""
-    rs, _ = rms_fake_gpu
+    rs, rms_op, _ = rms_fake_gpu
     monkeypatch.setattr(runtime, "checks_its_arguments", lambda kernel: False)
     x, gamma = checks.random_tensor((8, 64), torch.float16, "cpu"), checks.random_tensor((64,), torch.float16, "cpu")
-    rs.rmsnorm_silu(x, gamma)
+    rms_op.rmsnorm_silu(x, gamma)
     with pytest.raises(TypeError, match="gamma must have the dtype of x"):
-        rs.rmsnorm_silu(x, gamma.float())
+        rms_op.rmsnorm_silu(x, gamma.float())
     empty = torch.empty(0, 64, dtype=torch.float16)
-    assert rs.rmsnorm_silu(empty, gamma).shape == (0, 64)
+    assert rms_op.rmsnorm_silu(empty, gamma).shape == (0, 64)
     with pytest.raises(ValueError, match=r"gamma must have shape \(64,\)"):
-        rs.rmsnorm_silu(empty, gamma[:32])
+        rms_op.rmsnorm_silu(empty, gamma[:32])
 
 
 def test_the_drop_ins_fast_path_costs_less_than_the_checks_it_skips(rms_fake_gpu, monkeypatch):
@@ -556,17 +557,17 @@ def test_the_drop_ins_fast_path_costs_less_than_the_checks_it_skips(rms_fake_gpu
     4.0 us)."""
     from tilelang_tutorial.lessons.rmsnorm import dispatch
 
-    rs, _ = rms_fake_gpu
+    rs, rms_op, _ = rms_fake_gpu
 
     def noop(*args):
         return None
     noop.checks = True
-    monkeypatch.setattr(rs, "_op_kernel", lambda C, dtype: noop)
+    monkeypatch.setattr(rms_op, "_op_kernel", lambda C, dtype: noop)
     x, gamma = checks.random_tensor((48, 64), torch.float16, "cpu"), checks.random_tensor((64,), torch.float16, "cpu")
     y = torch.empty_like(x)
     dispatch.fused_rmsnorm_silu(x, gamma, out=y)
     fast, full = _fast_and_full_us(lambda: dispatch.fused_rmsnorm_silu(x, gamma, out=y),
-                                   lambda: rs._validate_fully(x, gamma, y, "rmsnorm_silu", "cpu"))
+                                   lambda: rms_op._validate_fully(x, gamma, y, "rmsnorm_silu", "cpu"))
     assert fast < 0.5 * full, f"the fast path costs {fast:.2f} us, the checks it skips {full:.2f} us"
 
 

@@ -1,10 +1,12 @@
 """Lesson 05: a fused RMSNorm + SiLU drop-in for every channel width
 (``notebooks/05_rmsnorm_silu.ipynb``).
 
-Kernel :mod:`.kernel` (the layout-annotated kernel, the naive one it replaces, the op), the
-two-pass shared-memory design it is compared with :mod:`.two_pass`, the pre-existing Triton path
-:mod:`.triton_existing`, the dispatch :mod:`.dispatch`, a video-VAE block :mod:`.vae_block`,
-exercises :mod:`.exercises`, benchmark suite ``rmsnorm`` (:mod:`.bench`).
+Kernel :mod:`.kernel` (the layout-annotated kernel, the naive one it replaces, the layout rule),
+the op a user calls :mod:`.op` (the layout per width, the build, the checks, the launch), the
+warp-segment layout of three bf16 bands :mod:`.warp_segments`, the two-pass shared-memory design
+it is compared with :mod:`.two_pass`, the pre-existing Triton path :mod:`.triton_existing`, the
+dispatch :mod:`.dispatch`, a video-VAE block :mod:`.vae_block`, exercises :mod:`.exercises`,
+benchmark suite ``rmsnorm`` (:mod:`.bench`).
 """
 from ... import results
 
@@ -22,13 +24,13 @@ SWEEPS = {"rmsnorm_candidates": "sweep:main"}
 def measured(record):
     """What an ``rmsnorm`` record measured: the kernel's program (and, for the op and the VAE
     block, the Python code that calls it)."""
-    from . import dispatch, kernel, two_pass, vae_block
+    from . import dispatch, kernel, op, two_pass, vae_block
 
     c, dtype = record["config"], record["dtype"]
     C = record["shape"]["C"]
-    config = kernel.config_from_dict      # either layout: the row-group rule's or warp segments
+    config = op.config_from_dict          # either layout: the row-group rule's or warp segments
     if record["suite"] in ("rmsnorm_widths", "rmsnorm_widths_bf16"):
-        return [kernel.op_program(C, dtype, config(c))]
+        return [op.op_program(C, dtype, config(c))]
     reference = [kernel.rmsnorm_silu_program(C, dtype, config(c["reference_config"]))] if "reference_config" in c else []
     if record["kernel"] == "rmsnorm_silu_naive":
         return [kernel.naive_rmsnorm_silu_program(C, dtype, c["block_m"], c["threads"])] + reference
@@ -36,11 +38,11 @@ def measured(record):
         return [two_pass.two_pass_rmsnorm_silu_program(C, dtype, block_m=c["block_m"], block_C=c["block_C"],
                                                        threads=c["threads"])] + reference
     cfg = config(c["kernel_config"])
-    program = kernel.op_program(C, dtype, cfg)
+    program = op.op_program(C, dtype, cfg)
     if record["kernel"] == "vae_block_e2e":
         return ([program] if c["dispatch_path"] == "tilelang" else []) + [vae_block.VAEResBlock, vae_block.fused_norm_silu, vae_block.eager_norm_silu,
                                                                             dispatch.fused_rmsnorm_silu]
-    return [program, kernel.rmsnorm_silu, kernel._call]
+    return [program, op.rmsnorm_silu, op._call]
 
 
 results.register_suite("rmsnorm", measured)
@@ -60,7 +62,7 @@ results.register_suite("rmsnorm_host", _host_measured)
 
 def compile_cases():
     from .. import PORTABLE, CompileCase
-    from .kernel import build_rmsnorm_silu
+    from .op import build_rmsnorm_silu
 
     return [CompileCase(f"rmsnorm_silu/C={C}", PORTABLE,
                         lambda arch, C=C: build_rmsnorm_silu(C, "float16", arch=arch)) for C in (640, 96)]

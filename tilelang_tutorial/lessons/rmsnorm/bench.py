@@ -27,6 +27,7 @@ import time
 
 from ... import checks, results, runtime, timing
 from . import kernel as rs
+from . import op
 from . import two_pass
 
 COMMAND = "python -m tilelang_tutorial bench rmsnorm"
@@ -75,7 +76,7 @@ def build_job(job, arch=None):
         return rs.build_naive_rmsnorm_silu(C, dtype, arch=arch)
     if cfg == "two_pass":
         return runtime.compile_kernel(two_pass.two_pass_rmsnorm_silu_program(C, dtype), arch=arch)
-    return rs.build_rmsnorm_silu(C, dtype, config=cfg, arch=arch)
+    return op.build_rmsnorm_silu(C, dtype, config=cfg, arch=arch)
 
 
 def _precompile_job(job):
@@ -195,7 +196,7 @@ def _timed_peer(fn, nbytes, **extra):
 def run(quick: bool = False) -> results.Run:
     """Records for suite ``rmsnorm`` (see the module docstring). Each record's figure is the op
     ``rmsnorm_silu(x, gamma, out=y)`` as a user calls it, with the configuration of the measured
-    rule (:func:`.kernel.config_for`)."""
+    rule (:func:`.op.config_for`)."""
     import torch
 
     from . import widths as W
@@ -235,10 +236,10 @@ def run(quick: bool = False) -> results.Run:
             gamma = checks.random_tensor((C,), tdt, "cuda")
             nbytes = traffic_bytes(M, C, x.element_size())
             y = checks.poisoned(x.shape, tdt, "cuda")
-            rs.rmsnorm_silu(x, gamma, EPS, out=y)
+            op.rmsnorm_silu(x, gamma, EPS, out=y)
             torch.cuda.synchronize()
             cmp = _check(y, x, gamma, dt)
-            t = timing.measure(lambda: rs.rmsnorm_silu(x, gamma, EPS, out=y))
+            t = timing.measure(lambda: op.rmsnorm_silu(x, gamma, EPS, out=y))
             eager_t = timing.measure(lambda: eager(x, gamma))
             peers = {"eager_torch": {"value": gbps(nbytes, eager_t.ms), "unit": "GB/s", "latency_ms": eager_t.ms,
                                      "timing": eager_t.as_dict(), "name": "F.silu(F.rms_norm(x))"}}
@@ -359,7 +360,7 @@ def _bandwidth_timing(fn, calls: int = 20, repeats: int = 3) -> timing.Timing:
 
 def run_widths(quick: bool = False, dtype: str = "float16") -> results.Run:
     """Suite ``rmsnorm_widths`` (fp16; ``rmsnorm_widths_bf16``: :func:`run_widths_bf16`): the op's
-    layout for each width (:func:`.kernel.config_for`, the rule) at every multiple of 32 from 32 to
+    layout for each width (:func:`.op.config_for`, the rule) at every multiple of 32 from 32 to
     8192, X = 2^27 elements (M = 2^27 / C rows, :func:`widths_rows`), checked against the fp32 reference
     on a poisoned output and timed two ways (:func:`_bandwidth_timing`), against the copy
     bandwidth measured in the same run. One width every 8 with ``quick``."""
@@ -378,10 +379,10 @@ def run_widths(quick: bool = False, dtype: str = "float16") -> results.Run:
     print(f"{suite}: copy ceiling {copy:.0f} GB/s", flush=True)
     # every width's kernel compiled first in worker processes (into the disk cache): one at a time
     # here would be 256 serial lowerings and nvcc runs on a fresh machine
-    kernels = compile_many([(C, dtype, rs.config_for(C, dtype)) for C in all_widths])
+    kernels = compile_many([(C, dtype, op.config_for(C, dtype)) for C in all_widths])
     out, notes = [], {}
     for C in all_widths:
-        cfg = rs.config_for(C, dtype)
+        cfg = op.config_for(C, dtype)
         k = kernels[(C, dtype, cfg)]
         if isinstance(k, Exception):
             raise k
@@ -452,7 +453,7 @@ def _against_the_layout_kernel(kernel_name, k, C, config, reference_name, ceilin
     nbytes = traffic_bytes(LARGE_M, C)
     t = timing.measure(lambda: k(x, gamma, y, EPS))
     ref_cfg = W.config_for(C)
-    ref = rs.build_rmsnorm_silu(C, "float16", config=ref_cfg)
+    ref = op.build_rmsnorm_silu(C, "float16", config=ref_cfg)
     ref_ms = timing.measure(lambda: ref(x, gamma, y, EPS)).ms
     return results.make_record(
         suite=SUITE, kernel=kernel_name, nbytes=nbytes,
@@ -515,12 +516,12 @@ def _latency_record(C, liger, liger_note):
     x = checks.random_tensor((SMALL_M, C), torch.float16, "cuda")
     gamma = checks.random_tensor((C,), torch.float16, "cuda")
     y = checks.poisoned(x.shape, torch.float16, "cuda")
-    rs.rmsnorm_silu(x, gamma, EPS, out=y)
+    op.rmsnorm_silu(x, gamma, EPS, out=y)
     torch.cuda.synchronize()
     cmp = _check(y, x, gamma, "float16")
-    k = rs.build_rmsnorm_silu(C, "float16")
-    t = timing.measure(lambda: rs.rmsnorm_silu(x, gamma, EPS, out=y), regime="call")
-    kernel_only = timing.measure(lambda: rs.rmsnorm_silu(x, gamma, EPS, out=y))  # the same call, kernel regime
+    k = op.build_rmsnorm_silu(C, "float16")
+    t = timing.measure(lambda: op.rmsnorm_silu(x, gamma, EPS, out=y), regime="call")
+    kernel_only = timing.measure(lambda: op.rmsnorm_silu(x, gamma, EPS, out=y))  # the same call, kernel regime
 
     def us_peer(fn, **extra):
         tp, why = timing.measure_or_note(fn, regime="call")

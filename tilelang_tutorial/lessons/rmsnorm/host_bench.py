@@ -18,7 +18,7 @@ The outputs of the drop-in and the bare call are checked first (poisoned buffers
 from __future__ import annotations
 
 from ... import checks, host_cost, results
-from . import dispatch, kernel, warp_segments
+from . import dispatch, kernel, op, warp_segments
 
 SUITE = "rmsnorm_host"
 COMMAND = "python -m tilelang_tutorial bench rmsnorm_host"
@@ -40,9 +40,9 @@ def measured(record):
     if c["path"] == "triton":
         return op_code + [dispatch._triton_fn, triton_existing.rmsnorm_silu_triton, triton_existing._launch,
                           triton_existing._rmsnorm_silu_kernel.fn, f"triton config {c['triton_config']}"]
-    cfg = kernel.config_from_dict(c["kernel_config"])
-    return [kernel.op_program(C, record["dtype"], cfg)] + op_code + [
-        kernel.rmsnorm_silu, kernel._call, kernel.validate_rmsnorm_silu_inputs]
+    cfg = op.config_from_dict(c["kernel_config"])
+    return [op.op_program(C, record["dtype"], cfg)] + op_code + [
+        op.rmsnorm_silu, op._call, op.validate_rmsnorm_silu_inputs]
 
 
 def points(quick: bool = False):
@@ -76,8 +76,8 @@ def bare_call(x, gamma, y):
             launch(x2d, gamma, y2d, M, EPS, D=C, BLOCK_C=block_c, ROWS=rows, num_warps=num_warps)
         return bare, "Triton kernel[grid](x2d, gamma, y2d, ...) (the fast path for this width)", {
             "path": "triton", "triton_config": {"BLOCK_C": block_c, "ROWS": rows, "num_warps": num_warps}}
-    cfg = kernel.config_for(C, DTYPE)
-    compiled = kernel.build_rmsnorm_silu(C, DTYPE, cfg)
+    cfg = op.config_for(C, DTYPE)
+    compiled = op.build_rmsnorm_silu(C, DTYPE, cfg)
     return (lambda: compiled(x2d, gamma, y2d, EPS)), "compiled TileLang kernel(x2d, gamma, y2d, eps)", {
         "path": "tilelang", "kernel_config": {k: v for k, v in cfg.as_dict().items()
                                               if k in kernel.CONFIG_FIELDS + ("layout",) + warp_segments.SEGMENT_CONFIG_FIELDS}}

@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from ... import checks, runtime, timing
 from . import kernel as rs
+from . import op
 
 #: widths: the worst of the recorded fp16 sweep (just past each doubling of the group: 1056,
 #: 2080, 4128; the bf16 ones 992, 2880), their brackets' exact fits (1280, 2560, 5120), small
@@ -99,7 +100,7 @@ def _small_rows_c96():
 
     print("\nC = 96, small rows, back to back (us per call, host time counted):", flush=True)
     for cfg in candidates(96)[:2]:
-        k = rs.build_rmsnorm_silu(96, "float16", config=cfg)
+        k = op.build_rmsnorm_silu(96, "float16", config=cfg)
         for M in (1, 2048, 16384):
             x = checks.random_tensor((M, 96), torch.float16, "cuda")
             gamma = checks.random_tensor((96,), torch.float16, "cuda")
@@ -135,7 +136,7 @@ def main(argv=None) -> int:
     def build(C, dt, cfg):
         # one at a time, as they are needed (loaded from the kernel cache when this CPU compiled them)
         try:
-            return rs.build_rmsnorm_silu(C, dt, config=cfg)
+            return op.build_rmsnorm_silu(C, dt, config=cfg)
         except Exception as exc:  # a configuration the compiler rejects is reported, not fatal
             return exc
     summary = []

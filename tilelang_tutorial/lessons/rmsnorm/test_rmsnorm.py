@@ -23,6 +23,7 @@ import tilelang.language as T
 from tilelang_tutorial import checks, emulate, runtime
 from tilelang_tutorial.inspector import kernel_source, launch_facts
 from tilelang_tutorial.lessons.rmsnorm import kernel as rs
+from tilelang_tutorial.lessons.rmsnorm import op as rms_op
 from tilelang_tutorial.lessons.rmsnorm import two_pass
 from tilelang_tutorial.lessons.rmsnorm.kernel import LOG2_E, default_config, row_group_layout
 from tilelang_tutorial.lessons.rmsnorm import warp_segments as ws
@@ -122,7 +123,7 @@ def test_the_op_uses_warp_segments_only_in_the_measured_bf16_bands_and_they_fill
             V = ws.segment_vectors(C, cfg.warps)
             assert V <= rs.MAX_VECTORS_PADDED_ROW and cfg.group == 32 * cfg.warps == cfg.threads // cfg.rows_per_block
             assert widths.empty_slots(C, cfg.group) < widths.empty_slots(C, rule.group), (C, cfg, rule)
-            assert cfg.as_dict()["layout"] == "warp_segments" and rs.config_from_dict(cfg.as_dict()) == cfg
+            assert cfg.as_dict()["layout"] == "warp_segments" and rms_op.config_from_dict(cfg.as_dict()) == cfg
 
 
 @pytest.mark.parametrize("C,warps,V", [(6176, 5, 5), (3104, 3, 5)])
@@ -159,7 +160,7 @@ def test_the_warp_segment_cuda_sums_within_each_warp_then_across_the_warps():
     read after a barrier, and the registers under the 6-block cap without a spill."""
     from tilelang_tutorial.inspector import resource_usage
 
-    kernel = rs.build_rmsnorm_silu(6176, "bfloat16", arch="sm_90a")
+    kernel = rms_op.build_rmsnorm_silu(6176, "bfloat16", arch="sm_90a")
     src = kernel.get_kernel_source()
     assert "tl::AllReduce<tl::SumOp, 32, 1, 0" in src and "AllReduce<tl::SumOp, 160" not in src
     assert re.search(r"__shared__ __align__\(\d+\) float warp_sums_shared\[\]", src)
@@ -180,8 +181,8 @@ def test_the_rule_does_not_spill_where_a_lane_holds_the_most(dtype):
     from tilelang_tutorial.inspector import resource_usage
 
     for C in (160, 640, 800, 1056, 2080, 3104, 4128, 5152, 6176, 7168, 7200, 7360, 7392, 8192):
-        (usage,) = resource_usage(rs.build_rmsnorm_silu(C, dtype, arch="sm_90a")).values()
-        cfg = rs.config_for(C, dtype)           # the op's layout: warp segments at bf16 3104, 4128, 6176
+        (usage,) = resource_usage(rms_op.build_rmsnorm_silu(C, dtype, arch="sm_90a")).values()
+        cfg = rms_op.config_for(C, dtype)           # the op's layout: warp segments at bf16 3104, 4128, 6176
         cap = 65536 // (cfg.threads * cfg.min_blocks)
         assert usage["registers"] <= cap and usage["spill_stores"] <= 4, (C, dtype, usage)
 
@@ -190,8 +191,8 @@ def test_the_fast_sigmoid_compiles_to_one_approximate_reciprocal_and_no_division
     """What the rule's kernel does with silu: rcp.approx in the PTX, no IEEE division (div.rn.f32)."""
     from tilelang_tutorial.inspector import kernel_ptx
 
-    fast = kernel_ptx(rs.build_rmsnorm_silu(1280, "float16", arch="sm_90a"))
-    ieee = kernel_ptx(rs.build_rmsnorm_silu(1280, "float16", config=rs.RMSNormSiLUConfig(group=32, threads=256),
+    fast = kernel_ptx(rms_op.build_rmsnorm_silu(1280, "float16", arch="sm_90a"))
+    ieee = kernel_ptx(rms_op.build_rmsnorm_silu(1280, "float16", config=rs.RMSNormSiLUConfig(group=32, threads=256),
                                             arch="sm_90a"))
     assert "rcp.approx.ftz.f32" in fast and "div.rn.f32" not in fast
     assert "div.rn.f32" in ieee and "rcp.approx" not in ieee
@@ -212,7 +213,7 @@ def test_a_padded_row_matches_the_reference_in_the_emulator(C, group):
 
 
 def test_padding_is_bounds_checked_per_16_byte_vector_in_the_generated_cuda():
-    src = rs.build_rmsnorm_silu(800, "float16", config=rs.RMSNormSiLUConfig(group=32, threads=256),
+    src = rms_op.build_rmsnorm_silu(800, "float16", config=rs.RMSNormSiLUConfig(group=32, threads=256),
                                 arch="sm_90a").get_kernel_source()
     assert re.search(r"\*\(uint4\*\)\(X \+", src) and re.search(r"\*\(uint4\*\)\(Y \+", src)
     guards = [line for line in src.splitlines() if line.strip().startswith("if (")]
@@ -223,7 +224,7 @@ def test_padding_is_bounds_checked_per_16_byte_vector_in_the_generated_cuda():
 @pytest.mark.parametrize("C", [0, 16, 100, 1000, 97])
 def test_widths_not_multiple_of_32_are_rejected_by_the_builder(C):
     with pytest.raises(ValueError, match="multiple of 32"):
-        rs.build_rmsnorm_silu(C, "float16")
+        rms_op.build_rmsnorm_silu(C, "float16")
 
 
 @pytest.mark.parametrize("C,group,threads", [(96, 4, 128), (640, 16, 256)])
@@ -252,7 +253,7 @@ def test_generated_cuda_moves_16_byte_vectors_and_reduces_within_the_row_group(C
     # Same (C, dtype, arch) as catalog.ENTRIES: these builds are shared with test_compile_matrix.
     from tilelang_tutorial.lessons.rmsnorm.widths import config_for
 
-    kernel = rs.build_rmsnorm_silu(C, "float16", arch=arch)
+    kernel = rms_op.build_rmsnorm_silu(C, "float16", arch=arch)
     assert str(kernel.target.attrs["arch"]) == arch
     src = kernel.get_kernel_source()
     cfg = config_for(C)
@@ -270,14 +271,14 @@ def test_naive_kernel_gives_a_whole_row_to_each_thread_at_96():
     assert "float x[96];" in naive                      # the whole row in every thread
     assert "uint4 condval" not in naive and "uint1 condval" in naive   # 4-byte global loads
     assert re.search(r"if \(\(\(\(int\)threadIdx\.x\) >> 3\) == 0\)", naive)  # 8 of 128 threads store
-    ours = rs.build_rmsnorm_silu(96, "float16", arch="sm_90a").get_kernel_source()
+    ours = rms_op.build_rmsnorm_silu(96, "float16", arch="sm_90a").get_kernel_source()
     assert re.search(r"half_t x\[\d+\];", ours) and "uint4 condval" in ours
 
 
 def test_bfloat16_kernel_compiles_with_vectors():
     from tilelang_tutorial.lessons.rmsnorm.widths import config_for
 
-    kernel = rs.build_rmsnorm_silu(320, "bfloat16", arch="sm_90a")
+    kernel = rms_op.build_rmsnorm_silu(320, "bfloat16", arch="sm_90a")
     src = kernel.get_kernel_source()
     v = rs.vectors_per_thread(320, config_for(320, "bfloat16").group)
     assert f"bfloat16_t x[{8 * v}];" in src and re.search(r"\*\(uint4\*\)\(Y \+", src)
@@ -389,7 +390,7 @@ def test_op_and_dispatch_run_in_the_emulator_on_cpu_tensors():
     gamma = checks.random_tensor((160,), torch.float16, "cpu")
     ref = rs.rmsnorm_silu_reference(x, gamma)
     out = checks.poisoned(x.shape, torch.float16, "cpu")
-    assert rs.rmsnorm_silu(x, gamma, out=out) is out
+    assert rms_op.rmsnorm_silu(x, gamma, out=out) is out
     checks.assert_close(out, ref, tolerance=checks.TOLERANCE["float16"])
     checks.assert_close(nd.fused_rmsnorm_silu(x, gamma), ref, tolerance=checks.TOLERANCE["float16"])
 
@@ -491,8 +492,8 @@ def _no_compile(*args):
 def test_bad_input_gets_a_clear_error_before_any_gpu_is_needed(case, entry):
     make, exc, msg = BAD_INPUTS[case]
     x, gamma, out = make()
-    fn = {"op": rs.rmsnorm_silu, "dispatch": nd.fused_rmsnorm_silu,
-          "op from a factory": rs.rmsnorm_silu_from(_no_compile),
+    fn = {"op": rms_op.rmsnorm_silu, "dispatch": nd.fused_rmsnorm_silu,
+          "op from a factory": rms_op.rmsnorm_silu_from(_no_compile),
           "dispatch from a factory": nd.fused_rmsnorm_silu_from(_no_compile)}[entry]
     with pytest.raises(exc, match=msg):
         fn(x, gamma, out=out)
@@ -514,8 +515,8 @@ def test_the_op_and_dispatch_from_a_factory_run_that_factory_once_per_width():
     drop_in = nd.fused_rmsnorm_silu_from(factory)
     for _ in range(2):
         checks.assert_close(drop_in(x, gamma), ref, tolerance=checks.TOLERANCE["float16"])
-    assert calls == [(160, "float16", rs.config_for(160, "float16"))]
-    wrong = rs.rmsnorm_silu_from(_unscaled)(x, gamma)       # a bug in the factory shows
+    assert calls == [(160, "float16", rms_op.config_for(160, "float16"))]
+    wrong = rms_op.rmsnorm_silu_from(_unscaled)(x, gamma)       # a bug in the factory shows
     assert not checks.compare(wrong, ref, tolerance=checks.TOLERANCE["float16"]).ok
     with pytest.raises(ValueError, match="CUDA device"):      # C = 192: the Triton path, not the factory
         drop_in(checks.random_tensor((4, 192), torch.float16, "cpu"), checks.random_tensor((192,), torch.float16, "cpu"))
@@ -578,7 +579,7 @@ def test_validation_is_cached_by_shape_dtype_device_and_contiguity_and_never_let
     x = torch.randn(128, 128).to(torch.float16).to(device)
     gamma = torch.ones(128, dtype=torch.float16, device=device)
     out = torch.empty_like(x)
-    assert rs.validate_rmsnorm_silu_inputs(x, gamma, out) == 128
+    assert rms_op.validate_rmsnorm_silu_inputs(x, gamma, out) == 128
     bad = {
         "must be contiguous": (x.t(), gamma, out),                                   # same shape, transposed
         "out must be contiguous": (x, gamma, torch.empty_like(x).t()),
@@ -590,8 +591,8 @@ def test_validation_is_cached_by_shape_dtype_device_and_contiguity_and_never_let
     for _ in range(2):                                                               # also once they are cached
         for message, (bad_x, bad_gamma, bad_out) in bad.items():
             with pytest.raises((TypeError, ValueError), match=message):
-                rs.validate_rmsnorm_silu_inputs(bad_x, bad_gamma, bad_out)
-        assert rs.validate_rmsnorm_silu_inputs(x, gamma, out) == 128
+                rms_op.validate_rmsnorm_silu_inputs(bad_x, bad_gamma, bad_out)
+        assert rms_op.validate_rmsnorm_silu_inputs(x, gamma, out) == 128
 
     def per_call_us(fn, calls=2000):
         best = float("inf")
@@ -602,8 +603,8 @@ def test_validation_is_cached_by_shape_dtype_device_and_contiguity_and_never_let
             best = min(best, (time.perf_counter() - start) / calls * 1e6)
         return best
 
-    full = per_call_us(lambda: rs._validate_fully(x, gamma, out, "rmsnorm_silu", device))
-    cached = per_call_us(lambda: rs.validate_rmsnorm_silu_inputs(x, gamma, out))
+    full = per_call_us(lambda: rms_op._validate_fully(x, gamma, out, "rmsnorm_silu", device))
+    cached = per_call_us(lambda: rms_op.validate_rmsnorm_silu_inputs(x, gamma, out))
     assert cached < 0.8 * full, f"a cached validation costs {cached:.2f} us, the full checks {full:.2f} us"
 
 
@@ -616,22 +617,22 @@ def test_the_op_checks_once_per_key_and_still_rejects_bad_input_of_a_cached_key(
     gamma = checks.random_tensor((64,), torch.float16, device)
     out = torch.empty_like(x)
     full_checks, builds = [], []
-    real_validate, real_build = rs._validate_fully, rs._op_kernel
-    monkeypatch.setattr(rs, "_validate_fully", lambda *a: full_checks.append(1) or real_validate(*a))
-    monkeypatch.setattr(rs, "_op_kernel", lambda *a: builds.append(a) or real_build(*a))
-    monkeypatch.setattr(rs, "_CALLS", runtime.CallCache())
-    monkeypatch.setattr(rs, "_VALIDATED", {})
+    real_validate, real_build = rms_op._validate_fully, rms_op._op_kernel
+    monkeypatch.setattr(rms_op, "_validate_fully", lambda *a: full_checks.append(1) or real_validate(*a))
+    monkeypatch.setattr(rms_op, "_op_kernel", lambda *a: builds.append(a) or real_build(*a))
+    monkeypatch.setattr(rms_op, "_CALLS", runtime.CallCache())
+    monkeypatch.setattr(rms_op, "_VALIDATED", {})
     ref = rs.rmsnorm_silu_reference(x, gamma)
     for _ in range(3):
-        checks.assert_close(rs.rmsnorm_silu(x, gamma, out=out), ref, tolerance=checks.TOLERANCE["float16"])
+        checks.assert_close(rms_op.rmsnorm_silu(x, gamma, out=out), ref, tolerance=checks.TOLERANCE["float16"])
     assert len(full_checks) == 1 and builds == [(64, "float16")]
     with pytest.raises(ValueError, match="in-place is not supported"):
-        rs.rmsnorm_silu(x, gamma, out=x)
+        rms_op.rmsnorm_silu(x, gamma, out=x)
     with pytest.raises(ValueError, match="must be contiguous"):
-        rs.rmsnorm_silu(x.t(), gamma, out=out)
+        rms_op.rmsnorm_silu(x.t(), gamma, out=out)
     with pytest.raises(TypeError, match="x must be a torch.Tensor|must be a tensor"):
-        rs.rmsnorm_silu(x.tolist(), gamma)
-    y = rs.rmsnorm_silu(x, gamma)                        # a new key (no out): checked once, then cached
+        rms_op.rmsnorm_silu(x.tolist(), gamma)
+    y = rms_op.rmsnorm_silu(x, gamma)                        # a new key (no out): checked once, then cached
     checks.assert_close(y, ref, tolerance=checks.TOLERANCE["float16"])
     assert y is not out and len(full_checks) == 4
 
@@ -639,7 +640,7 @@ def test_the_op_checks_once_per_key_and_still_rejects_bad_input_of_a_cached_key(
 def test_out_must_not_be_x():
     x = _x()
     with pytest.raises(ValueError, match="in-place is not supported"):
-        rs.validate_rmsnorm_silu_inputs(x, torch.ones(128, dtype=torch.float16), out=x)
+        rms_op.validate_rmsnorm_silu_inputs(x, torch.ones(128, dtype=torch.float16), out=x)
 
 
 @pytest.mark.parametrize("make,msg", [
@@ -831,7 +832,7 @@ def _run_and_compare(fn, shape, dtype, use_out, eps=1e-5):
 @pytest.mark.parametrize("C", WIDTHS)
 def test_tilelang_kernel_matches_reference_every_width(compiled_all, C, dtype):
     for shape, use_out in [((4096, C), True), ((1001, C), False), ((2, 3, 7, 11, C), True), ((1, C), True)]:
-        _run_and_compare(rs.rmsnorm_silu, shape, dtype, use_out)
+        _run_and_compare(rms_op.rmsnorm_silu, shape, dtype, use_out)
 
 
 @requires_gpu
@@ -839,23 +840,23 @@ def test_tilelang_kernel_matches_reference_every_width(compiled_all, C, dtype):
 def test_the_op_matches_the_reference_in_the_warp_segment_bands(C):
     """bf16 in the bands the op lays out with warp segments (ragged row counts over blocks of 2 rows
     at 3104-4256), and fp16 at the same widths (the rule)."""
-    assert isinstance(rs.config_for(C, "bfloat16"), ws.WarpSegmentConfig)
+    assert isinstance(rms_op.config_for(C, "bfloat16"), ws.WarpSegmentConfig)
     for dtype in ("bfloat16", "float16"):
         for shape, use_out in [((4097, C), True), ((3, 7, C), False), ((1, C), True)]:
-            _run_and_compare(rs.rmsnorm_silu, shape, dtype, use_out)
+            _run_and_compare(rms_op.rmsnorm_silu, shape, dtype, use_out)
 
 
 @requires_gpu
 @pytest.mark.parametrize("C", [96, 640])
 def test_tilelang_kernel_eps_and_large_ragged_m(compiled_all, C):
-    _run_and_compare(rs.rmsnorm_silu, (3, 5, 4097, C), "float16", True, eps=1e-2)
-    _run_and_compare(rs.rmsnorm_silu, ((1 << 20) + 3, C), "float16", True)
+    _run_and_compare(rms_op.rmsnorm_silu, (3, 5, 4097, C), "float16", True, eps=1e-2)
+    _run_and_compare(rms_op.rmsnorm_silu, ((1 << 20) + 3, C), "float16", True)
 
 
 @requires_gpu
 def test_empty_input_returns_empty():
     x = torch.empty(0, 128, dtype=torch.float16, device="cuda")
-    y = rs.rmsnorm_silu(x, torch.ones(128, dtype=torch.float16, device="cuda"))
+    y = rms_op.rmsnorm_silu(x, torch.ones(128, dtype=torch.float16, device="cuda"))
     assert y.shape == (0, 128)
 
 
@@ -999,9 +1000,9 @@ def test_width_suite_glue_records_the_rule_with_two_timings(monkeypatch, dtype):
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
 
     def fake_build(C, dt="float16", config=None, arch=None):
-        assert config == rs.config_for(C, dt)
+        assert config == rms_op.config_for(C, dt)
         return lambda x, gamma, y, eps: y.copy_(rs.rmsnorm_silu_reference(x, gamma, eps))
-    monkeypatch.setattr(rs, "build_rmsnorm_silu", fake_build)
+    monkeypatch.setattr(rms_op, "build_rmsnorm_silu", fake_build)
     run = bench.run_widths(quick=True, dtype=dtype)
     assert [r["shape"]["C"] for r in run.records] == list(widths.WIDTHS[::8])
     for rec in run.records:
@@ -1042,7 +1043,7 @@ def test_notebook_05_reads_the_recorded_width_suites():
             listed = " and ".join([", ".join(map(str, below[:-1]))] * (len(below) > 1) + [str(below[-1])])
             assert f"The {name} misses, {listed}," in text, (name, listed)
         for C in below:        # "rows that leave part of the last round of vectors empty"
-            vectors, group = C // 8, rs.config_for(C, sweep[0]["dtype"]).group
+            vectors, group = C // 8, rms_op.config_for(C, sweep[0]["dtype"]).group
             assert vectors % group, (name, C, group)
 
 

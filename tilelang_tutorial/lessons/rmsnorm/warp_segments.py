@@ -14,7 +14,7 @@ warp ``w`` of row ``i`` holds columns ``w L ... w L + L - 1``, lane ``t`` of it 
 ``t, t + 32, ...`` of that segment. Columns past C are read as 0 and never stored.
 
 The op uses it only where it was measured faster than the power-of-two rule
-(:func:`.kernel.config_for`, recorded by the width suites); notebook 05b builds and reads it.
+(:func:`.op.config_for`, recorded by the width suites); notebook 05b builds and reads it.
 """
 # No `from __future__ import annotations`: T.prim_func evaluates the kernel's annotations.
 from dataclasses import dataclass
@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import tilelang.language as T
 from tilelang.layout import Fragment
 
-# kernel.py imports this module inside the functions that use it, so this import makes no cycle.
 from .kernel import LOG2_E, MAX_VECTORS_PADDED_ROW, VEC, check_channel_width
 
 #: lanes of a warp

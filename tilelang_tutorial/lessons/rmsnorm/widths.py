@@ -10,8 +10,9 @@ layouts of the earlier measured table and other register caps at 28 widths, both
 from __future__ import annotations
 
 from .kernel import (  # noqa: F401  (re-exported: the op's side)
-    VEC, RMSNormSiLUConfig, check_channel_width, config_for, default_config, valid_groups, vectors_per_thread,
+    VEC, RMSNormSiLUConfig, check_channel_width, default_config, valid_groups, vectors_per_thread,
 )
+from .op import config_for  # noqa: F401  (re-exported)
 
 SUITE = "rmsnorm_widths"
 SUITE_BF16 = "rmsnorm_widths_bf16"
