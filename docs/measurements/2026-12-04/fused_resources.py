@@ -16,9 +16,9 @@ register for all of them = each load waits for the previous one's add: one load 
 The fused kernel is built as gemm_fused_probe.build_fused builds it (its short A boxes where
 M <= 64 on a 64-row tile), the partial as the probe's pair builds it (split_k.build_split_k, plain
 partial program). SASS needs cuobjdump (on PATH, or the copy triton ships); without it those
-columns read '-'. The last table compiles a variant of the fused program (written out below, not
-measured anywhere) whose epilogue test also bounds the column, to see whether the W loads then
-come out predicated.
+columns read '-'. The last table compiles the fused program with ``guard_cols=True`` (its
+epilogue test also bounds the column; measured later in ``gemm_fused_cols.py``), to see whether the
+W loads then come out predicated.
 """
 import collections
 import difflib
@@ -35,7 +35,6 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
 sys.path.insert(0, os.path.abspath(os.path.join(here, "..", "..", "..")))   # the repository root
 
-import tilelang.language as T                                      # noqa: E402
 import gemm_fused_probe as probe                                   # noqa: E402
 from tilelang_tutorial import inspector, runtime                   # noqa: E402
 from tilelang_tutorial.lessons.gemm import split_k                 # noqa: E402
@@ -66,60 +65,6 @@ VARIANT_CASES = [CASES[2], CASES[0], CASES[3]]
 DIFF_CASES = [(228, 2336, 5672, "float16", "m128n128k128t256", 3), (64, 2048, 8192, "float16", "m64n64k128s4", 4)]
 
 
-def gemm_relu_split_colguard_program(N, K, split, block_M=64, block_N=128, block_K=64, num_stages=4, threads=128,
-                                     policy="Square", in_dtype="float16", accum_dtype="float32", a_rows=0):
-    """gemm_fused_probe.gemm_relu_split_program with one change: the partials' read-back is under
-    ``row < m and col < N`` instead of ``row < m`` (TileLang then adds no bounds check of its own on
-    the column). Compiled here only to look at the code; never run or measured."""
-    assert not a_rows, "the variant is only built for full 64-row boxes"
-    m = T.dynamic("m")
-    k_steps = -(-K // block_K)
-    steps_per_split = -(-k_steps // split)
-    warp_policy = getattr(T.GemmWarpPolicy, policy)
-    n_blocks = -(-N // block_N)
-
-    @T.prim_func
-    def gemm_relu_split_kernel(
-        A: T.Tensor((m, K), in_dtype),
-        B: T.Tensor((K, N), in_dtype),
-        C: T.Tensor((m, N), in_dtype),
-        W: T.Tensor((split, m, N), accum_dtype),
-        arrivals: T.Tensor((T.ceildiv(m, block_M) * n_blocks,), "int32"),
-    ):
-        with T.Kernel(n_blocks, T.ceildiv(m, block_M), split, threads=threads) as (bx, by, bz):
-            A_shared = T.alloc_shared((block_M, block_K), in_dtype)
-            B_shared = T.alloc_shared((block_K, block_N), in_dtype)
-            acc = T.alloc_fragment((block_M, block_N), accum_dtype)
-            arrived = T.alloc_shared((1,), "int32")
-            T.clear(acc)
-            for ko in T.Pipelined(steps_per_split, num_stages=num_stages):
-                k0 = (bz * steps_per_split + ko) * block_K
-                T.copy(A[by * block_M, k0], A_shared)
-                T.copy(B[k0, bx * block_N], B_shared)
-                T.gemm(A_shared, B_shared, acc, policy=warp_policy)
-            T.copy(acc, W[bz, by * block_M, bx * block_N])
-            tile = by * n_blocks + bx
-            tx = T.get_thread_binding()
-            T.sync_threads()
-            if tx == 0:
-                arrived[0] = T.atomic_add(arrivals[tile], 1, memory_order="acq_rel", return_prev=True)
-            T.sync_threads()
-            if arrived[0] == split - 1:
-                for i, j in T.Parallel(block_M, block_N):
-                    acc[i, j] = 0
-                for s in T.serial(split):
-                    for i, j in T.Parallel(block_M, block_N):
-                        if by * block_M + i < m and bx * block_N + j < N:      # the one change
-                            acc[i, j] += W[s, by * block_M + i, bx * block_N + j]
-                for i, j in T.Parallel(block_M, block_N):
-                    acc[i, j] = T.max(acc[i, j], 0)
-                T.copy(acc, C[by * block_M, bx * block_N])
-                if tx == 0:
-                    arrivals[tile] = 0
-
-    return gemm_relu_split_kernel
-
-
 def knobs(name):
     cfg = probe.TILES[name]
     return {k: getattr(cfg, k) for k in probe.KNOBS}
@@ -139,7 +84,7 @@ def build(case):
 @functools.lru_cache(maxsize=None)
 def build_variant(case):
     M, N, K, dt, name, split = case[:6]
-    return runtime.compile_kernel(gemm_relu_split_colguard_program(N, K, split, in_dtype=dt, **knobs(name)), arch=ARCH)
+    return runtime.compile_kernel(probe.gemm_relu_split_program(N, K, split, in_dtype=dt, guard_cols=True, **knobs(name)), arch=ARCH)
 
 
 # ------------------------------------------------------------------------------------------------
