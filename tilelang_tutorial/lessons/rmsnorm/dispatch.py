@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from . import op as _tilelang
+from . import op as _tilelang    # the TileLang path (the name the fingerprinted dispatch code uses)
 from .kernel import CHANNEL_MULTIPLE, DEFAULT_EPS
 
 
