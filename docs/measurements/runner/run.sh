@@ -1,0 +1,47 @@
+#!/bin/bash
+# On the GPU runner, from the project root (the device tool copies the working tree there, .gpu/ carried):
+#
+#   bash docs/measurements/runner/run.sh STEP...
+#
+# STEP: smi | tests | render | probe:DIR/SCRIPT[:ARGS] ; each step's log goes to $OUT, one line per
+# step (its exit status and seconds) to $OUT/steps.log. Knobs: TEST_PATHS (default: the whole suite),
+# TEST_LIMIT (s, default 540), RENDER_NAMES (default: every notebook), PROBE_LIMIT (s, default 300).
+set -u
+cd "$(dirname "$0")/../../.."
+source .gpu/env.sh || { echo "no .gpu/ bundle: run docs/measurements/runner/prepare.sh here first"; exit 3; }
+export TUTORIAL_PYTHON=python3 MPLBACKEND=Agg TILELANG_CACHE_DIR=${TILELANG_CACHE_DIR:-/tmp/tlcache}
+# nbconvert's templates ('lab') are in the bundle's data folder, not on the default search path:
+# without this, rendering fails after the notebook has executed
+JUPYTER_PATH=$(ls -d /tmp/site/nbconvert-*.data/data/share/jupyter 2>/dev/null | head -1)
+export JUPYTER_PATH
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+# the notebook tests compare notebooks with their committed copies: the copy the tool makes has no .git
+if [ ! -d .git ]; then
+  git init -q && git add -A && git -c user.email=gpu@runner -c user.name=gpu commit -qm "working tree" \
+    || echo "git snapshot failed" >> "$OUT/steps.log"
+fi
+for step in "$@"; do
+  t0=$(date +%s)
+  case "$step" in
+    smi) nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 ;;
+    tests)
+      # -v: every result is in the log as it happens, so a run stopped at its limit still names its
+      # failures; SIGINT first, so pytest prints its summary before it stops
+      timeout -s INT -k 20 "${TEST_LIMIT:-540}" python3 -m pytest -p no:cacheprovider -n 16 --dist loadfile \
+        -v --tb=short -rfE ${TEST_PATHS:-tests tilelang_tutorial/lessons notebooks} > "$OUT/tests.log" 2>&1 ;;
+    render)
+      python3 -m tilelang_tutorial render ${RENDER_NAMES:-} > "$OUT/render.log" 2>&1
+      tar cf "$OUT/rendered.tar" docs/rendered ;;
+    probe:*)
+      spec=${step#probe:}; script=${spec%%:*}; args=""; [ "$script" != "$spec" ] && args=${spec#*:}
+      name=$(basename "$script" .py)
+      (cd "$(dirname "$script")" && timeout -s INT "${PROBE_LIMIT:-300}" python3 "$(basename "$script")" $args) \
+        > "$OUT/$name.log" 2>&1 ;;
+    *) echo "unknown step $step" >> "$OUT/steps.log"; continue ;;
+  esac
+  echo "$step rc=$? $(( $(date +%s) - t0 )) s" >> "$OUT/steps.log"
+done
+cat "$OUT/steps.log"
+[ -f "$OUT/tests.log" ] && { grep -E '^(FAILED|ERROR) ' "$OUT/tests.log" | head -40; tail -3 "$OUT/tests.log"; }
+[ -f "$OUT/render.log" ] && tail -5 "$OUT/render.log"
+exit 0
