@@ -494,3 +494,42 @@ def test_9d_analyzer_byte_count_wraps_at_32_bits():
     counted = int(Analyzer(big_copy, device=None).ir_pass().total_global_bytes)
     assert counted == 2 * M * N * 2 - 2**32, gone(f"Analyzer byte count overflow (counted {counted})",
                                                    "notebooks/02b_gemm_in_depth.ipynb (section 5 says it overflows)")
+
+
+# ------------------------------------------------------------------------------------------------
+# 9e. T.copy_cluster (TMA multicast) in a warp-specialized T.Pipelined loop: no wait on the peers
+# ------------------------------------------------------------------------------------------------
+
+def multicast_gemm(N: int = 4096, K: int = 4096, stages: int = 4):
+    """Two 64-row tiles of C in a cluster of two along M, sharing B's tile by TMA multicast."""
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def gemm_multicast(A: T.Tensor((m, K), "float16"), B: T.Tensor((K, N), "float16"),
+                       C: T.Tensor((m, N), "float16")):
+        with T.Kernel(T.ceildiv(N, 64), T.ceildiv(m, 64), threads=128, cluster_dims=(1, 2, 1)) as (bx, by):
+            A_s = T.alloc_shared((64, 64), "float16")
+            B_s = T.alloc_shared((64, 64), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            T.clear(acc)
+            for ko in T.Pipelined(T.ceildiv(K, 64), num_stages=stages):
+                T.copy(A[by * 64, ko * 64], A_s)
+                T.copy_cluster(B[ko * 64, bx * 64], B_s, cluster_mask=0b11)
+                T.gemm(A_s, B_s, acc)
+            T.copy(acc, C[by * 64, bx * 64])
+
+    return gemm_multicast
+
+
+def test_9e_pipelined_multicast_waits_only_on_its_own_ctas_consumers():
+    source = _lower_source(multicast_gemm(), "sm_90a")
+    producer = source[:source.index("tma_load_multicast")]
+    waits = re.findall(r"mbarrier\[[^\]]*\]\.wait\(", producer)
+    # the multicast is there, issued by rank 0 into both CTAs' stage ...
+    assert "tl::block_rank_in_cluster() == 0" in producer and waits, source[:3000]
+    # ... after a wait on this CTA's own "stage free" barrier alone: no barrier is cluster-scoped, no
+    # consumer arrives at a peer's barrier (an arrive with a CTA id), nothing synchronizes the cluster
+    remote = r"cluster_barrier|arrive_cluster|cluster_sync|cluster_arrive|cluster_wait|mapa|\.arrive\([^)]|mbarrier_arrive\("
+    assert ".arrive();" in source and not re.search(remote, source), gone(
+        "a pipelined T.copy_cluster now waits on the peer CTAs' consumers",
+        "docs/performance-log.md (2026-12-05, second session: clusters not tried through T.Pipelined)")
