@@ -1,7 +1,13 @@
-"""Out-of-sample check of the swap-or-rule choice that ``swap_model.py`` fitted: on shapes drawn afresh
-(past 128 rows, as ``swap_ab_random.py`` draws them), the op's rule against the choice the model
-makes between the rule's pick and the swapped kernel, each checked on a poisoned output and timed
-against torch in the same run. Written 2026-12-05 without a device left to run it.
+"""Out-of-sample check of the choices that ``swap_model.py``'s model makes, on shapes drawn afresh
+(past 128 rows, as ``swap_ab_random.py`` draws them), each checked on a poisoned output and timed
+against torch in the same run:
+
+* the op's rule;
+* "rule or swapped": the model's choice between the rule's pick and the cheapest swapped tile;
+* "model over all": the model's cheapest of every tile the rule weighs past 128 rows (its
+  ``LARGE_M_TILES``, unsplit) and every swapped tile: a rule that is the model alone.
+
+Written 2026-12-05 without a device left to run it.
 
     python3 swap_rule_check.py [SEED|fresh] [COUNT] [Rc,BW,c0]
 
@@ -32,7 +38,32 @@ def model_choice(M, N, K, dtype, p):
     return c if predict(M, N, K, c[1], c[0], 1, p) < rule_t else None
 
 
+def model_over_all(M, N, K, dtype, p):
+    """("swap", (block_N, width)) or ("tile", name): the model's cheapest of the rule's tiles past 128
+    rows and the swapped tiles"""
+    from tilelang_tutorial.lessons.gemm import rule
+    from tilelang_tutorial.lessons.gemm.configs import TUNED_CONFIGS
+
+    options = [(predict(M, N, K, (c or TUNED_CONFIGS[dtype]).block_M, (c or TUNED_CONFIGS[dtype]).block_N, 1, p),
+                ("tile", name)) for name, c, _ in rule.LARGE_M_TILES]
+    options += [(predict(M, N, K, w, bn, 1, p), ("swap", (bn, w))) for bn, w in swap_candidates(M, N)]
+    return min(options)[1]
+
+
+def tile_config(name, dtype):
+    from tilelang_tutorial.lessons.gemm import rule
+    from tilelang_tutorial.lessons.gemm.configs import TUNED_CONFIGS
+
+    return dict((n, c) for n, c, _ in rule.LARGE_M_TILES)[name] or TUNED_CONFIGS[dtype]
+
+
 def job(j):
+    if j[0] == "tile":
+        _, N, K, dt, name = j
+        from tilelang_tutorial.lessons.gemm import kernel as gr
+
+        gr.build_gemm_relu(N, K, config=tile_config(name, dt), dtype=dt)
+        return
     N, K, dt, bn, w = j
     build_swap(N, K, dt, bn, w, 64, stages_for(bn, w), threads_for(bn))
 
@@ -48,9 +79,13 @@ if __name__ == "__main__":
     p = tuple(float(x) for x in sys.argv[3].split(",")) if len(sys.argv) > 3 else H100_FIT
     shapes = draw(seed, count)
     picks = {s: model_choice(*s, p) for s in shapes}
-    print(f"seed {seed}, {count} shapes, model {p}: the swapped kernel at {sum(v is not None for v in picks.values())}",
-          flush=True)
-    jobs = sorted({(N, K, dt, *c) for (M, N, K, dt), c in picks.items() if c})
+    alls = {s: model_over_all(*s, p) for s in shapes}
+    print(f"seed {seed}, {count} shapes, model {p}: rule or swapped takes the swapped kernel at "
+          f"{sum(v is not None for v in picks.values())}, the model over all at "
+          f"{sum(v[0] == 'swap' for v in alls.values())}", flush=True)
+    jobs = sorted({(N, K, dt, *c) for (M, N, K, dt), c in picks.items() if c}
+                  | {(N, K, dt, *v[1]) for (M, N, K, dt), v in alls.items() if v[0] == "swap"})
+    jobs += sorted({("tile", N, K, dt, v[1]) for (M, N, K, dt), v in alls.items() if v[0] == "tile"})
     got = runtime.precompile(jobs, "swap_rule_check:job")
     bad = {j for j, e in got.items() if e is not None}
     for j in sorted(bad):
@@ -67,7 +102,14 @@ if __name__ == "__main__":
         ms = timing.median_ms(f)
         return ms, all(oks)
 
-    old, new = [], []
+    def swap_ms(N, K, dt, c, a, b, out, ref):
+        if (N, K, dt, *c) in bad:
+            return math.inf, "not built"
+        k = build_swap(N, K, dt, c[0], c[1], 64, stages_for(*c), threads_for(c[0]))
+        ms, ok = checked_ms(lambda: k(a, b, out), out, ref, dt)
+        return (ms, "ok") if ok else (math.inf, "WRONG")
+
+    old, new, model_all = [], [], []
     for M, N, K, dt in shapes:
         a, b = bench._inputs(M, N, K, dt)
         ref = gr.gemm_relu_reference(a, b)
@@ -77,15 +119,23 @@ if __name__ == "__main__":
         line = f"{M}x{N}x{K} {dt}: torch {tt * 1e3:.1f} us; rule {ms * 1e3:.1f} us {tt / ms:.2f}x {'ok' if ok else 'WRONG'}"
         t = ms
         c = picks[(M, N, K, dt)]
-        if c and (N, K, dt, *c) not in bad:
-            k = build_swap(N, K, dt, c[0], c[1], 64, stages_for(*c), threads_for(c[0]))
-            sms, sok = checked_ms(lambda: k(a, b, out), out, ref, dt)
-            line += f"; model: swap {c[0]}x{c[1]} {sms * 1e3:.1f} us {tt / sms:.2f}x {'ok' if sok else 'WRONG'}"
-            t = sms if sok else math.inf
+        if c:
+            t, how = swap_ms(N, K, dt, c, a, b, out, ref)
+            line += f"; rule or swapped: swap {c[0]}x{c[1]} {t * 1e3:.1f} us {tt / t:.2f}x {how}"
+        kind, what = alls[(M, N, K, dt)]
+        if kind == "swap":
+            t_all, how = (t, "the same") if what == c else swap_ms(N, K, dt, what, a, b, out, ref)
+            line += f"; model over all: swap {what[0]}x{what[1]} {t_all * 1e3:.1f} us {tt / t_all:.2f}x {how}"
+        else:
+            cfg = tile_config(what, dt)
+            t_all, ok_all = checked_ms(lambda: gr.gemm_relu(a, b, cfg, out=out), out, ref, dt)
+            t_all = t_all if ok_all else math.inf
+            line += f"; model over all: {what} {t_all * 1e3:.1f} us {tt / t_all:.2f}x {'ok' if ok_all else 'WRONG'}"
         print(line, flush=True)
         old.append(tt / ms)
         new.append(tt / t)
+        model_all.append(tt / t_all)
         del a, b, out, ref
         torch.cuda.empty_cache()
-    print(f"\nthe rule:        {summary(old)}\nrule or swapped: {summary(new)}")
+    print(f"\nthe rule:        {summary(old)}\nrule or swapped: {summary(new)}\nmodel over all:  {summary(model_all)}")
     print(f"swap_rule_check: {time.time() - t0:.0f} s")
