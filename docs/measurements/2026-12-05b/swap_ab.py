@@ -24,7 +24,7 @@ torch there. Where it is not, the rows were not what limited the op.
     python3 swap_ab.py --resources  # anywhere: compile for sm_90a, registers and spills (ptxas)
     python3 swap_ab.py --emulate    # anywhere: run small ragged shapes in the tile emulator
 """
-import math, sys, time
+import sys, time
 
 import tilelang.language as T
 

@@ -48,6 +48,29 @@ def threads_for(bn):
     return 256 if bn == 128 else 128
 
 
+def seed_and_count(args, default_count):
+    """``[SEED|fresh] [COUNT]`` from the command line: a fresh seed unless one is given"""
+    seed = (int(args[0]) if args and args[0] != "fresh" else random.SystemRandom().randrange(2 ** 31))
+    return seed, int(args[1]) if len(args) > 1 else default_count
+
+
+def checked_ms(f, out, ref, dt):
+    """``f()`` checked on a poisoned ``out`` twice, timed (do_bench median, L2 flushed), checked once
+    more after the timing: (ms, "ok" or what failed)"""
+    import torch
+
+    oks = []
+    for _ in range(2):
+        out.copy_(checks.poisoned(tuple(out.shape), out.dtype, "cuda"))
+        f(); torch.cuda.synchronize()
+        oks.append(checks.compare(out, ref, tolerance=checks.TOLERANCE[dt]).ok)
+    ms = timing.median_ms(f)
+    out.copy_(checks.poisoned(tuple(out.shape), out.dtype, "cuda"))
+    f(); torch.cuda.synchronize()
+    oks.append(checks.compare(out, ref, tolerance=checks.TOLERANCE[dt]).ok)
+    return ms, ("ok" if all(oks) else "WRONG " + str(oks))
+
+
 def job(j):
     N, K, dt, bn, w = j
     build_swap(N, K, dt, bn, w, 64, stages_for(bn, w), threads_for(bn))
@@ -58,9 +81,7 @@ if __name__ == "__main__":
     from tilelang_tutorial.lessons.gemm import kernel as gr, rule, bench
 
     t0 = time.time()
-    seed = (int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] != "fresh"
-            else random.SystemRandom().randrange(2 ** 31))
-    count = int(sys.argv[2]) if len(sys.argv) > 2 else 36
+    seed, count = seed_and_count(sys.argv[1:], 36)
     shapes = draw(seed, count)
     print(f"seed {seed}, {count} shapes", flush=True)
     jobs = sorted({(N, K, dt, bn, w) for M, N, K, dt in shapes for bn, w, _ in swap_candidates(M, N)})
@@ -71,18 +92,6 @@ if __name__ == "__main__":
     choices = {s: rule.choose(*s) for s in shapes}
     bench.prebuild_rule(choices)
     print(f"compiled {len(jobs)} swapped kernels and the rule's picks in {time.time() - t0:.0f} s", flush=True)
-
-    def checked_ms(f, out, ref, dt):
-        oks = []
-        for _ in range(2):
-            out.copy_(checks.poisoned(tuple(out.shape), out.dtype, "cuda"))
-            f(); torch.cuda.synchronize()
-            oks.append(checks.compare(out, ref, tolerance=checks.TOLERANCE[dt]).ok)
-        ms = timing.median_ms(f)
-        out.copy_(checks.poisoned(tuple(out.shape), out.dtype, "cuda"))
-        f(); torch.cuda.synchronize()
-        oks.append(checks.compare(out, ref, tolerance=checks.TOLERANCE[dt]).ok)
-        return ms, ("ok" if all(oks) else "WRONG " + str(oks))
 
     rows = []
     for M, N, K, dt in shapes:

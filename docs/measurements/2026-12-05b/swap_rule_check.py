@@ -15,11 +15,11 @@ Written 2026-12-05 without a device left to run it.
 6.5 TFLOP/s per SM, 6.5 TB/s, 8 us); on an H200 fit them first from its own ``swap_ab_random.py`` logs
 (``swap_model.py`` reads every ``swap_ab_random_*.log`` beside it).
 """
-import math, random, sys, time
+import math, sys, time
 
 from tilelang_tutorial import checks, runtime, timing
 from swap_ab import build_swap, stages_for
-from swap_ab_random import draw, threads_for
+from swap_ab_random import checked_ms, draw, seed_and_count, threads_for
 from swap_model import predict, summary, swap_candidates
 
 H100_FIT = (6.5, 6.5, 8)
@@ -73,9 +73,7 @@ if __name__ == "__main__":
     from tilelang_tutorial.lessons.gemm import kernel as gr, rule, bench
 
     t0 = time.time()
-    seed = (int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] != "fresh"
-            else random.SystemRandom().randrange(2 ** 31))
-    count = int(sys.argv[2]) if len(sys.argv) > 2 else 48
+    seed, count = seed_and_count(sys.argv[1:3], 48)
     p = tuple(float(x) for x in sys.argv[3].split(",")) if len(sys.argv) > 3 else H100_FIT
     shapes = draw(seed, count)
     picks = {s: model_choice(*s, p) for s in shapes}
@@ -93,21 +91,12 @@ if __name__ == "__main__":
     bench.prebuild_rule({s: rule.choose(*s) for s in shapes})
     print(f"compiled in {time.time() - t0:.0f} s", flush=True)
 
-    def checked_ms(f, out, ref, dt):
-        oks = []
-        for _ in range(2):
-            out.copy_(checks.poisoned(tuple(out.shape), out.dtype, "cuda"))
-            f(); torch.cuda.synchronize()
-            oks.append(checks.compare(out, ref, tolerance=checks.TOLERANCE[dt]).ok)
-        ms = timing.median_ms(f)
-        return ms, all(oks)
-
     def swap_ms(N, K, dt, c, a, b, out, ref):
         if (N, K, dt, *c) in bad:
             return math.inf, "not built"
         k = build_swap(N, K, dt, c[0], c[1], 64, stages_for(*c), threads_for(c[0]))
         ms, ok = checked_ms(lambda: k(a, b, out), out, ref, dt)
-        return (ms, "ok") if ok else (math.inf, "WRONG")
+        return (ms if ok == "ok" else math.inf), ok
 
     old, new, model_all = [], [], []
     for M, N, K, dt in shapes:
@@ -116,7 +105,7 @@ if __name__ == "__main__":
         out = checks.poisoned((M, N), a.dtype, "cuda")
         tt = timing.median_ms(lambda: torch.relu(a @ b))
         ms, ok = checked_ms(lambda: gr.gemm_relu(a, b, out=out), out, ref, dt)
-        line = f"{M}x{N}x{K} {dt}: torch {tt * 1e3:.1f} us; rule {ms * 1e3:.1f} us {tt / ms:.2f}x {'ok' if ok else 'WRONG'}"
+        line = f"{M}x{N}x{K} {dt}: torch {tt * 1e3:.1f} us; rule {ms * 1e3:.1f} us {tt / ms:.2f}x {ok}"
         t = ms
         c = picks[(M, N, K, dt)]
         if c:
@@ -129,8 +118,8 @@ if __name__ == "__main__":
         else:
             cfg = tile_config(what, dt)
             t_all, ok_all = checked_ms(lambda: gr.gemm_relu(a, b, cfg, out=out), out, ref, dt)
-            t_all = t_all if ok_all else math.inf
-            line += f"; model over all: {what} {t_all * 1e3:.1f} us {tt / t_all:.2f}x {'ok' if ok_all else 'WRONG'}"
+            t_all = t_all if ok_all == "ok" else math.inf
+            line += f"; model over all: {what} {t_all * 1e3:.1f} us {tt / t_all:.2f}x {ok_all}"
         print(line, flush=True)
         old.append(tt / ms)
         new.append(tt / t)
