@@ -866,6 +866,8 @@ def test_random_shapes_are_drawn_afresh_and_the_small_m_set_covers_the_widths():
     assert len(drawn) == 2 and all(2 <= M <= 127 for M in drawn)
     sets, seed = bench.rule_sets(quick=True, seed=11)
     assert seed == 11 and {name for name, _ in sets} == {"random", "small M"}
+    full, _ = bench.rule_sets(seed=11)
+    assert sum(name == "random" for name, _ in full) == bench.RANDOM_COUNT >= 24
 
 
 def test_02b_section_9_quotes_the_small_m_sweep_log():
