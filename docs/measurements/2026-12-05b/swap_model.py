@@ -71,6 +71,16 @@ def swap_candidates(M, N):
     return out
 
 
+def bound_by(M, N, K, rows, cols, p):
+    """which term of the model is the largest for one unsplit tiling: compute, l2 or dram"""
+    Rc, BW, _ = p
+    blocks = math.ceil(M / rows) * math.ceil(N / cols)
+    terms = {"compute": math.ceil(blocks / SM_COUNT) * 2 * rows * cols * K / 1e6 / Rc,
+             "l2": blocks * K * (rows + cols) * 2 / 1e6 / BW,
+             "dram": (M * K + K * N) * 2 / 1e6 / DRAM_TBPS}
+    return max(terms, key=terms.get)
+
+
 def fit(rows):
     pts = [(r["M"], r["N"], r["K"], bn, w, us) for r in rows for (bn, w), us in r["swaps"].items()]
     best = None
@@ -100,6 +110,8 @@ if __name__ == "__main__":
     p, rms, n = fit(rows)
     print(f"fit on {n} swapped measurements at {len(rows)} shapes: Rc = {p[0]:.2f} TFLOP/s per SM, "
           f"L2 {p[1]:.1f} TB/s, c0 = {p[2]} us; rms log error {rms:.3f}")
+    bound = [bound_by(r["M"], r["N"], r["K"], w, bn, p) for r in rows for bn, w in r["swaps"]]
+    print("the largest term at those points: " + ", ".join(f"{k} {bound.count(k)}" for k in ("compute", "l2", "dram")))
     errs, chosen, best, old = [], [], [], []
     unmeasured = 0
     for r in rows:

@@ -430,3 +430,42 @@ def test_02b_reads_the_split_probe_log():
     fastest = min(rows, key=lambda k: float(rows[k][1]))
     assert fastest[1] == 1 and all(b > rule.SM_COUNT for (n, k), (b, _, _) in rows.items() if k > 1)
     assert "At 650 × 3744 × 8056 every split made more blocks than SMs and was slower." in prose
+
+
+def test_02b_reads_the_swapped_kernel_logs():
+    """02b's paragraph on swapping A and B reads swap_ab.log (the swapped kernel's time, the rule's and
+    torch's at 275 x 7176 x 6528 and 356 x 7176 x 5272) and swap_model.py's fit (how many timings at
+    how many shapes, how many the L2 term bounds)."""
+    import json
+    import math
+    import re
+    import sys
+
+    from tilelang_tutorial.results import REPO_ROOT
+
+    folder = REPO_ROOT / "docs/measurements/2026-12-05b"
+    log = (folder / "swap_ab.log").read_text()
+
+    def shape(head, tile):
+        m = re.search(rf"^{head} float16: torch ([\d.]+) us; rule \S+ ([\d.]+) us ([\d.]+)x ok$", log, re.M)
+        block = log[m.end():].split("\n\n")[0]
+        s = re.search(rf"^   swap {tile} s\d+\s+\d+ blocks\s+([\d.]+) us\s+([\d.]+)x ok$", block, re.M)
+        return m.groups(), s.groups()
+
+    (torch_us, rule_us, rule_x), (swap_us, swap_x) = shape("275x7176x6528", "128x144")
+    (_, rule_356, _), (swap_356, _) = shape("356x7176x5272", "128x192")
+    sys.path.insert(0, str(folder))
+    try:
+        import swap_model
+    finally:
+        sys.path.remove(str(folder))
+    rows = [r for r in swap_model.read_logs() if r["ok"]]
+    p, _, n = swap_model.fit(rows)
+    l2 = sum(swap_model.bound_by(r["M"], r["N"], r["K"], w, bn, p) == "l2" for r in rows for bn, w in r["swaps"])
+    nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
+    prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert (f"that kernel took {swap_us} µs where the rule's took {rule_us} and torch {torch_us} "
+            f"({swap_x}× against {rule_x}×)") in prose
+    assert f"pad 275 rows to {math.ceil(275 / 128) * 128}, two tiles 144 wide cover {2 * 144}" in prose
+    assert f"fill three 128-row tiles to {round(100 * 356 / 384)} %, it was the slower one ({swap_356} against {rule_356} µs)" in prose
+    assert f"of {n} such timings at {len(rows)} shapes" in prose and f"finds {l2} bound by that traffic" in prose
