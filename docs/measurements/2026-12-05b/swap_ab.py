@@ -68,6 +68,23 @@ def gemm_relu_swap_program(N, K, block_N=128, block_M=144, block_K=64, num_stage
     return gemm_relu_swap_kernel
 
 
+def checked_ms(f, out, ref, dt):
+    """``f()`` checked on a poisoned ``out`` twice, timed (do_bench median, L2 flushed), checked once
+    more after the timing: (ms, "ok" or what failed)"""
+    import torch
+
+    oks = []
+    for _ in range(2):
+        out.copy_(checks.poisoned(tuple(out.shape), out.dtype, "cuda"))
+        f(); torch.cuda.synchronize()
+        oks.append(checks.compare(out, ref, tolerance=checks.TOLERANCE[dt]).ok)
+    ms = timing.median_ms(f)
+    out.copy_(checks.poisoned(tuple(out.shape), out.dtype, "cuda"))
+    f(); torch.cuda.synchronize()
+    oks.append(checks.compare(out, ref, tolerance=checks.TOLERANCE[dt]).ok)
+    return ms, ("ok" if all(oks) else "WRONG " + str(oks))
+
+
 def build_swap(N, K, dtype, block_N=128, block_M=144, block_K=64, num_stages=4, threads=256,
                store_via_shared=True, arch=None):
     prog = gemm_relu_swap_program(N, K, block_N, block_M, block_K, num_stages, threads, dtype,
@@ -174,18 +191,6 @@ if __name__ == "__main__":
     choices = {s: rule.choose(*s) for s in SHAPES}
     bench.prebuild_rule(choices)
     print(f"compiled in {time.time() - t0:.0f} s", flush=True)
-
-    def checked_ms(f, out, ref, dt):
-        oks = []
-        for _ in range(2):
-            out.copy_(checks.poisoned(tuple(out.shape), out.dtype, "cuda"))
-            f(); torch.cuda.synchronize()
-            oks.append(checks.compare(out, ref, tolerance=checks.TOLERANCE[dt]).ok)
-        ms = timing.median_ms(f)
-        out.copy_(checks.poisoned(tuple(out.shape), out.dtype, "cuda"))
-        f(); torch.cuda.synchronize()
-        oks.append(checks.compare(out, ref, tolerance=checks.TOLERANCE[dt]).ok)
-        return ms, ("ok" if all(oks) else "WRONG " + str(oks))
 
     summary = []
     for M, N, K, dt in SHAPES:

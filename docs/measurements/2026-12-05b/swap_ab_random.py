@@ -13,14 +13,14 @@ read off shapes it was not tuned on and then checked on others drawn afresh.
 import math, random, sys, time
 
 from tilelang_tutorial import checks, runtime, timing
-from swap_ab import build_swap, stages_for
+from swap_ab import build_swap, checked_ms, stages_for
 
 SM_COUNT = 132
 
 
 def swap_candidates(M, N, max_count=5):
     """(block_N, width, blocks): one wave, M split into equal tiles 32..256 wide (multiples of 16);
-    the candidates with the most blocks first"""
+    the candidates with the most blocks first (max_count None: all of them)"""
     out = set()
     for bn in (128, 64):
         for parts in range(1, 9):
@@ -52,23 +52,6 @@ def seed_and_count(args, default_count):
     """``[SEED|fresh] [COUNT]`` from the command line: a fresh seed unless one is given"""
     seed = (int(args[0]) if args and args[0] != "fresh" else random.SystemRandom().randrange(2 ** 31))
     return seed, int(args[1]) if len(args) > 1 else default_count
-
-
-def checked_ms(f, out, ref, dt):
-    """``f()`` checked on a poisoned ``out`` twice, timed (do_bench median, L2 flushed), checked once
-    more after the timing: (ms, "ok" or what failed)"""
-    import torch
-
-    oks = []
-    for _ in range(2):
-        out.copy_(checks.poisoned(tuple(out.shape), out.dtype, "cuda"))
-        f(); torch.cuda.synchronize()
-        oks.append(checks.compare(out, ref, tolerance=checks.TOLERANCE[dt]).ok)
-    ms = timing.median_ms(f)
-    out.copy_(checks.poisoned(tuple(out.shape), out.dtype, "cuda"))
-    f(); torch.cuda.synchronize()
-    oks.append(checks.compare(out, ref, tolerance=checks.TOLERANCE[dt]).ok)
-    return ms, ("ok" if all(oks) else "WRONG " + str(oks))
 
 
 def job(j):

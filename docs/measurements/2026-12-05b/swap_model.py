@@ -25,7 +25,7 @@ import glob, math, re, sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[2]))
+sys.path[:0] = [str(HERE.parents[2]), str(HERE)]      # the package, and the probes beside this script
 SM_COUNT = 132
 DRAM_TBPS = 3.3          # the H100's copy bandwidth, not fitted: no point of the H100 fit was bound by it
                          # (an H200's 4.3 would bind fewer still)
@@ -64,14 +64,10 @@ def predict(M, N, K, rows, cols, split, p):
 
 
 def swap_candidates(M, N):
-    """the swapped tiles swap_ab_random.py times: (block_N, width), one wave, width 32..256"""
-    out = set()
-    for bn in (128, 64):
-        for parts in range(1, 9):
-            w = -(-(-(-M // parts)) // 16) * 16
-            if 32 <= w <= 256 and 24 <= -(-M // w) * -(-N // bn) <= SM_COUNT:
-                out.add((bn, w))
-    return out
+    """every swapped tile swap_ab_random.py may time at M x N: {(block_N, width)} of one wave"""
+    from swap_ab_random import swap_candidates as timed
+
+    return {(bn, w) for bn, w, _ in timed(M, N, max_count=None)}
 
 
 def bound_by(M, N, K, rows, cols, p):

@@ -18,8 +18,8 @@ Written 2026-12-05 without a device left to run it.
 import math, sys, time
 
 from tilelang_tutorial import checks, runtime, timing
-from swap_ab import build_swap, stages_for
-from swap_ab_random import checked_ms, draw, seed_and_count, threads_for
+from swap_ab import build_swap, checked_ms, stages_for
+from swap_ab_random import draw, seed_and_count, threads_for
 from swap_model import predict, summary, swap_candidates
 
 H100_FIT = (6.5, 6.5, 8)
@@ -38,23 +38,25 @@ def model_choice(M, N, K, dtype, p):
     return c if predict(M, N, K, c[1], c[0], 1, p) < rule_t else None
 
 
-def model_over_all(M, N, K, dtype, p):
-    """("swap", (block_N, width)) or ("tile", name): the model's cheapest of the rule's tiles past 128
-    rows and the swapped tiles"""
-    from tilelang_tutorial.lessons.gemm import rule
-    from tilelang_tutorial.lessons.gemm.configs import TUNED_CONFIGS
-
-    options = [(predict(M, N, K, (c or TUNED_CONFIGS[dtype]).block_M, (c or TUNED_CONFIGS[dtype]).block_N, 1, p),
-                ("tile", name)) for name, c, _ in rule.LARGE_M_TILES]
-    options += [(predict(M, N, K, w, bn, 1, p), ("swap", (bn, w))) for bn, w in swap_candidates(M, N)]
-    return min(options)[1]
-
-
 def tile_config(name, dtype):
+    """the config of one of the rule's tiles past 128 rows (``rule.LARGE_M_TILES``; "tuned" per dtype)"""
     from tilelang_tutorial.lessons.gemm import rule
     from tilelang_tutorial.lessons.gemm.configs import TUNED_CONFIGS
 
     return dict((n, c) for n, c, _ in rule.LARGE_M_TILES)[name] or TUNED_CONFIGS[dtype]
+
+
+def model_over_all(M, N, K, dtype, p):
+    """("swap", (block_N, width)) or ("tile", name): the model's cheapest of the rule's tiles past 128
+    rows and the swapped tiles"""
+    from tilelang_tutorial.lessons.gemm import rule
+
+    options = []
+    for name, _, _ in rule.LARGE_M_TILES:
+        c = tile_config(name, dtype)
+        options.append((predict(M, N, K, c.block_M, c.block_N, 1, p), ("tile", name)))
+    options += [(predict(M, N, K, w, bn, 1, p), ("swap", (bn, w))) for bn, w in swap_candidates(M, N)]
+    return min(options)[1]
 
 
 def job(j):
