@@ -199,7 +199,10 @@ def flow_bugs():
         FlowBug("02b_gemm_in_depth.ipynb", "short_box_program",
                 old="T.copy(A[0:a_rows, k0:k0 + 64], A_shared[0:a_rows, 0:64])",
                 new="T.copy(A[0:a_rows, k0 + 64:k0 + 128], A_shared[0:a_rows, 0:64])",
-                what="short box: the first 64 columns of each step read from the second"),
+                what="short box: the first 64 columns of each step read from the second", until="#### Swapped"),
+        FlowBug("02b_gemm_in_depth.ipynb", "swapped_program", old="T.copy(B[ko * block_K, bx * block_N], B_shared)",
+                new="T.copy(B[ko * block_K, by * block_N], B_shared)",
+                what="swapped: B's tile taken from M's block index"),
     ]
 
 

@@ -14,6 +14,7 @@ matmul and no extra pass, so matching cuBLAS is the goal). Fresh random inputs, 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import os
@@ -381,9 +382,12 @@ def prebuild_rule(choices, arch=None):
 
     jobs = {("gemv", N, K, c.gemv, dt) if c.gemv else (N, K, c.config, c.split, dt, c.last_rows, c.a_rows)
             for (M, N, K, dt), c in choices.items()}
-    # and notebook 02's kernel(s) beside each kernel of the last row of tiles (rule_records' contrast)
-    jobs |= {(N, K, c.config, c.split, dt, "filled", 0) for (M, N, K, dt), c in choices.items()
-             if c.last_rows != "filled"}
+    # and the contrast beside each kernel of the last row of tiles (rule_records'): notebook 02's
+    # kernel(s) on the same tile, or for the swapped kernel the rule's pick without the swap
+    for (M, N, K, dt), c in choices.items():
+        if c.last_rows != "filled":
+            peer = contrast_choice(c, M, N, K, dt)
+            jobs.add((N, K, peer.config, peer.split, dt, peer.last_rows, peer.a_rows))
     jobs = sorted(jobs, key=str)
 
     def build(job):
@@ -455,10 +459,10 @@ def rule_records(sets, skipped: list | None = None) -> list:
             continue
         flops = 2.0 * M * N * K
         peers = {}
-        if choice.last_rows != "filled":      # the contrast: notebook 02's kernel, same tile, rows past M filled
-            filled = _filled_rows_peer(a, b, choice, dt, M, N, K)
-            if filled is not None:
-                peers["filled_rows"] = filled
+        if choice.last_rows != "filled":      # the contrast (contrast_choice)
+            key, peer = _contrast_peer(a, b, choice, dt, M, N, K)
+            if peer is not None:
+                peers[key] = peer
         rec = results.make_record(
             suite="gemm_rule", kernel="gemm_relu", config=dict(choice.as_dict(), variant="rule", arch=arch),
             shape={"M": M, "N": N, "K": K, "set": set_name}, dtype=dt, metric="throughput",
@@ -481,16 +485,36 @@ def rule_records(sets, skipped: list | None = None) -> list:
     return out
 
 
-def _filled_rows_peer(a, b, choice, dt, M, N, K):
-    """Notebook 02's kernel(s) with the choice's tile and split (TMA filling the rows past M),
-    called directly on the same inputs: checked, then timed as the op is. None when its timing
-    methods disagree."""
+def contrast_choice(choice, M, N, K, dt):
+    """What a record of a kernel for the last row of tiles is timed beside: notebook 02's kernel on
+    the same tile and split (rows past M filled by TMA), or for the swapped kernel the rule's pick
+    without the swap (what the op ran there before it)."""
+    from . import rule
+
+    if choice.last_rows == "swapped":
+        return rule.measured_choice(M, N, K, dt, swap=False)
+    return dataclasses.replace(choice, last_rows="filled", a_rows=0)
+
+
+#: a record's peers key and name for each contrast
+CONTRASTS = {
+    "filled_rows": "notebook 02's kernel(s), the same tile and split, rows past M filled by TMA (called directly)",
+    "unswapped": "the rule's pick without the swap, its tile and split (called directly)",
+}
+
+
+def _contrast_peer(a, b, choice, dt, M, N, K):
+    """``(key, peer)``: :func:`contrast_choice`'s kernel(s) called directly on the same inputs,
+    checked, then timed as the op is; peer None when its timing methods disagree."""
     import torch
 
+    peer_choice = contrast_choice(choice, M, N, K, dt)
+    key = "unswapped" if choice.last_rows == "swapped" else "filled_rows"
     c = checks.poisoned((M, N), a.dtype, "cuda")
-    kernels = [runtime.launcher(k) for k in gr.build_for(N, K, choice.config, choice.split, dt)]
-    if choice.split > 1:
-        workspace = torch.empty((choice.split, M, N), dtype=torch.float32, device=a.device)
+    kernels = [runtime.launcher(k) for k in gr.build_for(N, K, peer_choice.config, peer_choice.split, dt,
+                                                         peer_choice.last_rows, peer_choice.a_rows)]
+    if peer_choice.split > 1:
+        workspace = torch.empty((peer_choice.split, M, N), dtype=torch.float32, device=a.device)
         partial, reduce = kernels
 
         def call():
@@ -503,10 +527,10 @@ def _filled_rows_peer(a, b, choice, dt, M, N, K):
     try:
         t = timing.measure(call)
     except timing.TimingDisagreement:
-        return None
-    return {"name": "notebook 02's kernel(s), the same tile and split, rows past M filled by TMA (called directly)",
-            "value": tflops(M, N, K, t.ms), "unit": "TFLOP/s", "latency_ms": t.ms, "timing": t.as_dict(),
-            "correctness": {"ok": cmp.ok, "rel_error": cmp.rel_error, "unwritten": cmp.unwritten}}
+        return key, None
+    return key, {"name": CONTRASTS[key], "config": dict(peer_choice.as_dict(), label=peer_choice.label),
+                 "value": tflops(M, N, K, t.ms), "unit": "TFLOP/s", "latency_ms": t.ms, "timing": t.as_dict(),
+                 "correctness": {"ok": cmp.ok, "rel_error": cmp.rel_error, "unwritten": cmp.unwritten}}
 
 
 def summarize_rule(records) -> str:

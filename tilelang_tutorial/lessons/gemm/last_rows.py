@@ -17,6 +17,11 @@ where torch stays near 20 us; ``docs/performance-log.md``, 2026-12-01 night). Th
   ``a_rows`` tall (``m`` rounded up to 8), and :func:`short_partial_program`, the same for the
   split-K partial kernel.
 
+Past 128 rows the rows are wasted another way: ``wgmma`` is 64 rows tall per warpgroup, so 275
+rows take three 128-row tiles, the third 19 rows full. :func:`swapped_program` puts M on the
+instruction's *width* instead (any multiple of 8 up to 256): it computes ``C^T = B^T A^T``, so 275
+rows become two tiles 144 wide.
+
 ``rule.choose`` says which kernel a shape gets (``GemmChoice.last_rows``); notebook 02b,
 section 9, shows them and what they measured.
 """
@@ -187,14 +192,55 @@ def short_partial_program(N, K, split, block_M=64, block_N=128, block_K=64, num_
     return gemm_partial_short_box
 
 
+def swapped_program(M, N, K, block_M=144, block_N=128, block_K=64, num_stages=4, threads=256,
+                    policy="FullRow", swizzle_panel=0, swizzle_order="column", in_dtype="float16",
+                    accum_dtype="float32", dynamic_m=False, store_via_shared=True):
+    """``C = ReLU(A @ B)`` computed tile by tile as ``C^T = B^T A^T``: each block holds ``block_N``
+    rows of N (the tensor cores' 64-row side, one warpgroup per 64) by ``block_M`` columns of M
+    (their width) in its fragment, then stores the tile transposed, through shared memory, into
+    C. ``block_M`` is still the block's rows of M, so a grid of ``ceil(N / block_N) x ceil(m /
+    block_M)`` blocks covers C as in notebook 02's kernel."""
+    if store_via_shared is not True or swizzle_panel:
+        raise ValueError("swapped_program stores C through shared memory and has no block swizzle: "
+                         f"store_via_shared must be True and swizzle_panel 0, got {store_via_shared}, {swizzle_panel}")
+    m = T.dynamic("m") if dynamic_m else M
+    warp_policy = getattr(T.GemmWarpPolicy, policy)
+
+    @T.prim_func
+    def gemm_relu_swapped(
+        A: T.Tensor((m, K), in_dtype),
+        B: T.Tensor((K, N), in_dtype),
+        C: T.Tensor((m, N), in_dtype),
+    ):
+        # grid x walks N (the tensor cores' rows here), grid y walks M (their width)
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(m, block_M), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), in_dtype)
+            B_shared = T.alloc_shared((block_K, block_N), in_dtype)
+            acc = T.alloc_fragment((block_N, block_M), accum_dtype)
+            T.clear(acc)
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, ko * block_K], A_shared)
+                T.copy(B[ko * block_K, bx * block_N], B_shared)
+                # (B_shared)^T (block_N x block_K) times (A_shared)^T (block_K x block_M)
+                T.gemm(B_shared, A_shared, acc, transpose_A=True, transpose_B=True, policy=warp_policy)
+            C_shared = T.alloc_shared((block_M, block_N), in_dtype)
+            for i, j in T.Parallel(block_N, block_M):
+                C_shared[j, i] = T.max(acc[i, j], 0)          # ReLU, cast, and the transpose back
+            T.copy(C_shared, C[by * block_M, bx * block_N])   # one bounded (TMA) store
+
+    return gemm_relu_swapped
+
+
 def short_rows(M: int) -> int:
     """The short box's height for M <= 64 rows: M rounded up to a multiple of 8 (the swizzle's row group)."""
     return max(8, -(-M // 8) * 8)
 
 
 #: GemmChoice.last_rows -> the factory the op builds ("filled": notebook 02's kernel, the TMA
-#: filling rows past M with zeros; "short": short_box_program with the choice's a_rows)
-PROGRAMS = {"filled": None, "clamped": clamped_program, "two boxes": two_box_program, "short": short_box_program}
+#: filling rows past M with zeros; "short": short_box_program with the choice's a_rows; "swapped":
+#: M on the instruction's width)
+PROGRAMS = {"filled": None, "clamped": clamped_program, "two boxes": two_box_program, "short": short_box_program,
+            "swapped": swapped_program}
 
 
 @functools.lru_cache(maxsize=None)

@@ -248,7 +248,7 @@ def _blocks(M, N, config, split=1):
     return math.ceil(M / config.block_M) * math.ceil(N / config.block_N) * split
 
 
-def measured_choice(M: int, N: int, K: int, dtype: str = "float16") -> GemmChoice:
+def measured_choice(M: int, N: int, K: int, dtype: str = "float16", swap: bool = True) -> GemmChoice:
     """The Hopper path. B (N x K) is what a small-M call must read, so the question is how many
     blocks stream it: about one per SM (132 on the H200) without splitting K where N allows.
 
@@ -267,7 +267,9 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16") -> GemmChoic
     * M > 128: of the tuned, a 128 x 128, the 64 x 128 tile and five 256-row tiles 128 to 192
       wide, the fewest waves x tile time at each tile's measured rate; where that makes fewer
       than 100 blocks and K >= 4096, the candidate (tile x split of K 1-4) with the most blocks
-      within one wave (:func:`_few_blocks_split`).
+      within one wave (:func:`_few_blocks_split`). Then (unless ``swap`` is False: the pick the
+      swap is weighed against) the swapped kernel, M on ``wgmma``'s width, where
+      :data:`SWAP_MODEL` predicts it faster (:func:`swapped_or`; up to about 2048 rows).
     """
     tiles = SMALL_M_TILES
     if M == 1 and N >= 4096:
@@ -302,8 +304,11 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16") -> GemmChoic
             best = (t, name, cfg, blocks)
     t, name, cfg, blocks = best
     if blocks < FEW_BLOCKS and K >= SPLIT_MIN_K:
-        return _few_blocks_split(M, N, K, name, cfg, blocks, t)
-    return GemmChoice(name, cfg, 1, t, f"the fewest waves x tile time: {blocks} blocks of {cfg.block_M} x {cfg.block_N}")
+        choice = _few_blocks_split(M, N, K, name, cfg, blocks, t)
+    else:
+        choice = GemmChoice(name, cfg, 1, t,
+                            f"the fewest waves x tile time: {blocks} blocks of {cfg.block_M} x {cfg.block_N}")
+    return swapped_or(choice, M, N, K) if swap else choice
 
 
 #: past 128 rows, a waves pick with fewer blocks than this leaves SMs idle for the whole of a long K
@@ -337,6 +342,86 @@ def _few_blocks_split(M, N, K, name, cfg, blocks, predicted_us):
                       f"the waves pick ({name}) makes only {blocks} blocks: {n_blocks} blocks of "
                       f"{tile.block_M} x {tile.block_N}" + (f" with K split {split}" if split > 1 else "")
                       + f", the most within one wave of {SM_COUNT}")
+
+
+@dataclass(frozen=True)
+class TileTimeModel:
+    """One launch's time for a tiling of C, from three fitted constants and the copy bandwidth::
+
+        t = fixed + max(compute, l2, dram)
+        compute = waves x 2 x rows x cols x K / rate          one SM's multiply rate
+        l2      = blocks x K x (rows + cols) x 2 bytes / l2   every block streams its A and B tiles
+        dram    = (M K + K N) x 2 bytes (+ split-K partials) / dram
+
+    with ``rows x cols`` a block's tile of C and ``K`` its share of K. A narrow tile re-reads more
+    of A and B per FLOP, which the ``l2`` term prices and the rule's waves x tile time does not."""
+
+    rate_tflops_per_sm: float
+    l2_tbps: float
+    fixed_us: float
+    dram_tbps: float
+
+    def predict_us(self, M, N, K, rows, cols, split=1) -> float:
+        blocks = math.ceil(M / rows) * math.ceil(N / cols) * split
+        k = math.ceil(K / split)
+        compute = math.ceil(blocks / SM_COUNT) * 2 * rows * cols * k / 1e6 / self.rate_tflops_per_sm
+        l2 = blocks * k * (rows + cols) * 2 / 1e6 / self.l2_tbps
+        dram = ((M * K + K * N) * 2 + (2 * split * M * N * 4 if split > 1 else 0)) / 1e6 / self.dram_tbps
+        return self.fixed_us + max(compute, l2, dram)
+
+
+#: Fitted on the H200 (2026-12-05) to 193 timings of the swapped kernel at 80 random shapes past
+#: 128 rows (rms log error 0.12), then checked on 48 shapes drawn afresh: choosing by it lifted
+#: the op there from a geomean of 0.854x torch (15 shapes below 0.80) to 0.949x (6); the logs are
+#: docs/measurements/2026-12-05c/. The DRAM figure is the H100's copy rate the fit was written
+#: with; at none of the 193 points was that term the largest.
+SWAP_MODEL = TileTimeModel(rate_tflops_per_sm=6.5, l2_tbps=8.0, fixed_us=8.0, dram_tbps=3.3)
+#: the swapped kernel's tiles: N in 128 (two consumer warpgroups) or 64 rows; M in 1-8 equal
+#: parts, each a multiple of 16 from 32 to 256 wide; 24 to 132 blocks (one wave)
+SWAP_BLOCK_N = (128, 64)
+SWAP_WIDTHS = (32, 256)
+SWAP_BLOCKS = (24, SM_COUNT)
+SWAP_MAX_PARTS = 8
+#: its pipeline: as many stages of 64 in K (up to 8) as fit 216 KiB
+SWAP_STAGE_BYTES = 216 * 1024
+
+
+def swapped_tiles(M, N) -> list:
+    """``[(block_N, width)]``: the swapped kernel's tiles of one wave for ``M x N``, sorted."""
+    out = set()
+    for block_N in SWAP_BLOCK_N:
+        for parts in range(1, SWAP_MAX_PARTS + 1):
+            width = math.ceil(math.ceil(M / parts) / 16) * 16
+            blocks = math.ceil(M / width) * math.ceil(N / block_N)
+            if SWAP_WIDTHS[0] <= width <= SWAP_WIDTHS[1] and SWAP_BLOCKS[0] <= blocks <= SWAP_BLOCKS[1]:
+                out.add((block_N, width))
+    return sorted(out)
+
+
+def swapped_config(block_N, width) -> GemmConfig:
+    """The swapped kernel's config: ``block_M`` is the tile's width in rows of M."""
+    stages = max(2, min(8, SWAP_STAGE_BYTES // ((block_N + width) * 64 * 2)))
+    return GemmConfig(block_M=width, block_N=block_N, block_K=64, num_stages=stages, threads=2 * block_N,
+                      policy="FullRow", swizzle_panel=0, swizzle_order="column", store_via_shared=True)
+
+
+def swapped_or(choice: GemmChoice, M, N, K) -> GemmChoice:
+    """``choice`` (the rule's pick past 128 rows), or the swapped kernel's cheapest tile where
+    :data:`SWAP_MODEL` predicts that tile faster than the pick."""
+    tiles = swapped_tiles(M, N)
+    if not tiles:
+        return choice
+    model = SWAP_MODEL.predict_us
+    t_pick = model(M, N, K, choice.config.block_M, choice.config.block_N, choice.split)
+    block_N, width = min(tiles, key=lambda t: model(M, N, K, t[1], t[0]))
+    t_swap = model(M, N, K, width, block_N)
+    if t_swap >= t_pick:
+        return choice
+    return GemmChoice(f"swap{block_N}x{width}", swapped_config(block_N, width), 1, t_swap,
+                      f"the swapped kernel (C^T = B^T A^T, M on wgmma's width): {_blocks(M, N, swapped_config(block_N, width))} "
+                      f"blocks of {width} rows x {block_N} columns, {t_swap:.0f} us by the model against "
+                      f"{t_pick:.0f} us for {choice.config.block_M} x {choice.config.block_N}"
+                      + (f" with K split {choice.split}" if choice.split > 1 else ""), last_rows="swapped")
 
 
 def _one_row_choice(M, N, K, tiles):

@@ -1,5 +1,8 @@
 """The op's kernels for the last row of tiles (last_rows.py): correct on every M around the tile
 edges, chosen by the rule where measured, run by the op, and fingerprinted as what ran."""
+import dataclasses
+import re
+
 import pytest
 import torch
 
@@ -87,7 +90,8 @@ def test_the_two_box_kernel_refuses_other_tiles_in_one_line():
     (65, 8192, 8192, "two boxes"), (88, 8192, 2048, "two boxes"), (119, 8192, 8192, "two boxes"),
     (121, 5744, 6056, "two boxes"), (93, 4352, 4096, "two boxes"),   # two rows of 64 x 64: > 132 blocks
     (100, 4224, 4096, "clamped"), (100, 3200, 4096, "clamped"),      # 132 and 100 blocks: one wave
-    (300, 4096, 4096, "filled"), (1, 4096, 4096, "filled"),          # past 128 rows; the GEMV
+    (300, 4096, 4096, "swapped"), (1, 4096, 4096, "filled"),         # past 128 rows; the GEMV
+    (1228, 3504, 5280, "filled"),                                    # past 128 rows, too many for a swap
     (2, 4096, 4096, "short"), (56, 8192, 8192, "short"), (13, 976, 5544, "short"),   # the last one splits K
     (57, 4096, 4096, "filled"), (64, 2048, 8192, "filled"),        # a box of 64 rows: nothing to cut
 ])
@@ -299,7 +303,10 @@ def test_02b_reads_the_recorded_last_row_figures():
     assert at_128
     assert f"the two were within {math.ceil(10 * max(abs(gap(r)) for r in at_128)) / 10:.1f} µs" in prose
     assert f"Of the {len(drawn)} shapes drawn at random, the op was the slower at {len(slower)}" in prose
-    assert f"(by {min(slower):.1f} to {max(slower):.1f} µs)" in prose
+    if len(slower) == 1:
+        assert f"(by {slower[0]:.1f} µs)" in prose
+    elif slower:
+        assert f"(by {min(slower):.1f} to {max(slower):.1f} µs)" in prose
     assert f"{min(ratios):.2f}× to {max(ratios):.2f}×" in prose
 
 
@@ -416,7 +423,7 @@ def test_02b_reads_the_split_probe_log():
     assert min(float(r[1]) for r in rows.values()) == float(us)
     assert (f"made {rows[('narrow', 1)][0]} blocks and took {head.group(2)} µs against torch's {head.group(1)} "
             f"({head.group(3)}×), and 64 × 64 tiles with `K` split 2, {blocks} blocks, took {us} µs ({x}×)") in prose
-    assert rule.choose(183, 1248, 5024, "float16", "sm_90a").label.endswith("/k2")
+    assert rule.measured_choice(183, 1248, 5024, "float16", swap=False).label.endswith("/k2")   # before the swap
 
     head, rows = shape_block("228x2336x5672")
     blocks, us, x = rows[("m128n128k128t256", 3)]
@@ -469,3 +476,228 @@ def test_02b_reads_the_swapped_kernel_logs():
     assert f"pad 275 rows to {math.ceil(275 / 128) * 128}, two tiles 144 wide cover {2 * 144}" in prose
     assert f"fill three 128-row tiles to {round(100 * 356 / 384)} %, it was the slower one ({swap_356} against {rule_356} µs)" in prose
     assert f"of {n} such timings at {len(rows)} shapes" in prose and f"finds {l2} bound by that traffic" in prose
+
+
+# ------------------------------------------------------------------------------------------------
+# The swapped kernel (C^T = B^T A^T: M on wgmma's width), which the rule takes past 128 rows where
+# its time model says so
+# ------------------------------------------------------------------------------------------------
+
+# M under one tile, one tile exactly, a ragged second tile, several tiles; N = 200 and 264 leave a
+# partial column tile, K = 136 a partial step of 64; widths 32 (the narrowest the rule takes), 48
+# and 144 (not powers of two), 256 (the widest); one and two consumer warpgroups (block_N 64, 128)
+SWAPPED_CASES = [(5, 200, 136, 64, 32), (48, 200, 136, 64, 48), (130, 200, 136, 64, 48),
+                 (37, 264, 136, 128, 144), (300, 264, 136, 128, 144), (260, 200, 136, 64, 256)]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("M,N,K,block_N,width", SWAPPED_CASES, ids=lambda v: str(v))
+def test_swapped_kernel_writes_every_element_right(M, N, K, block_N, width, dtype):
+    assert _run(last_rows.swapped_program, rule.swapped_config(block_N, width), M, N, K, dtype).ok
+
+
+def test_the_swap_is_in_the_instruction():
+    """M is wgmma's n (144 here), B's tile the A operand read MN-major, A's tile the B operand
+    K-major; two consumer warpgroups of 64 rows of N each; C leaves by one TMA store."""
+    src = gr.build_gemm_relu(7176, 6528, config=rule.swapped_config(128, 144), dtype="float16", arch="sm_90a",
+                             program=last_rows.program_for("swapped")).get_kernel_source()
+    assert set(re.findall(r"wgmma_ss<[^>]*>", src)) == {
+        "wgmma_ss<tl::DataType::kFloat16, tl::DataType::kFloat16, tl::DataType::kFloat32, 64, 144, 16, true, false, 1, 1>"}
+    assert "tma_store(C_desc" in src
+
+
+def test_the_swapped_kernel_refuses_what_it_cannot_do_in_one_line():
+    with pytest.raises(ValueError, match="store_via_shared must be True"):
+        last_rows.swapped_program(None, 256, 256, store_via_shared=False, dynamic_m=True)
+    with pytest.raises(ValueError, match="swizzle_panel 0"):
+        last_rows.swapped_program(None, 256, 256, swizzle_panel=4, dynamic_m=True)
+
+
+def test_swapped_tiles_are_one_wave_and_within_wgmma_widths():
+    for M, N in [(129, 1024), (275, 7176), (781, 1464), (1536, 8192), (2048, 2048), (4096, 4096)]:
+        tiles = rule.swapped_tiles(M, N)
+        for block_N, width in tiles:
+            blocks = -(-M // width) * -(-N // block_N)
+            assert width % 16 == 0 and 32 <= width <= 256 and 24 <= blocks <= 132, (M, N, block_N, width)
+            cfg = rule.swapped_config(block_N, width)
+            assert cfg.threads == 2 * block_N and rule.smem_bytes(cfg) <= 216 * 1024 and cfg.num_stages >= 2
+        assert bool(tiles) == (M * N <= 256 * 132 * 128), (M, N, tiles)
+    assert (128, 144) in rule.swapped_tiles(275, 7176)             # two tiles of 144: 5 % padding
+
+
+@pytest.mark.parametrize("M,N,K,dtype,expected", [
+    (279, 6144, 5104, "bfloat16", (128, 144)),   # measured on the H200: the rule 0.64x torch, swapped 1.02x
+    (136, 7696, 8008, "float16", (128, 144)),    # 0.61x -> 0.95x
+    (879, 6304, 2680, "float16", None),          # the rule's 128 x 256 tiles kept (1.08x)
+    (1465, 8176, 5104, "float16", None),         # too many rows x columns for one wave of swapped tiles
+    (128, 4096, 4096, "float16", None),          # up to 128 rows the small-M path
+])
+def test_the_rule_swaps_where_its_model_says(M, N, K, dtype, expected):
+    choice = rule.choose(M, N, K, dtype, "sm_90a")
+    got = (choice.config.block_N, choice.config.block_M) if choice.last_rows == "swapped" else None
+    assert got == expected, choice
+    if expected:
+        assert choice.label.endswith("(swapped)") and choice.as_dict()["last_rows"] == "swapped"
+        assert "swapped kernel" in choice.why and choice.predicted_us > 0
+
+
+def test_the_rule_makes_the_choices_checked_on_the_h200():
+    """At the 48 shapes of the H200 check (drawn afresh, constants fitted on other shapes), the rule
+    takes the swapped kernel, and which tile, exactly where the check's model did."""
+    from tilelang_tutorial.results import REPO_ROOT
+
+    log = (REPO_ROOT / "docs/measurements/2026-12-05c/swap_rule_check_NVIDIA_H200.log").read_text()
+    assert "model (6.5, 8.0, 8.0)" in log
+    m = rule.SWAP_MODEL
+    assert (m.rate_tflops_per_sm, m.l2_tbps, m.fixed_us) == (6.5, 8.0, 8.0)
+    lines = re.findall(r"^(\d+)x(\d+)x(\d+) (\w+): torch .*$", log, re.M)
+    assert len(lines) == 48
+    for line in log.splitlines():
+        s = re.match(r"^(\d+)x(\d+)x(\d+) (\w+): torch", line)
+        if not s:
+            continue
+        picked = re.search(r"rule or swapped: swap (\d+)x(\d+)", line)
+        choice = rule.choose(int(s[1]), int(s[2]), int(s[3]), s[4], "sm_90a")
+        got = (choice.config.block_N, choice.config.block_M) if choice.last_rows == "swapped" else None
+        assert got == (tuple(map(int, picked.groups())) if picked else None), line
+
+
+def test_the_op_runs_the_swapped_kernel_where_the_rule_says(monkeypatch):
+    built = []
+
+    def spy(*args, **kwargs):
+        built.append("swapped_program")
+        return last_rows.swapped_program(*args, **kwargs)
+
+    monkeypatch.setitem(last_rows.PROGRAMS, "swapped", spy)
+    gr.clear_plans()
+    M, N, K = 290, 3944, 64
+    assert rule.choose(M, N, K, "float16").last_rows == "swapped"
+    a = checks.random_tensor((M, K), torch.float16, DEVICE)
+    b = checks.random_tensor((K, N), torch.float16, DEVICE)
+    out = checks.poisoned((M, N), torch.float16, DEVICE)
+    gr.gemm_relu(a, b, out=out)
+    assert built == ["swapped_program"]
+    checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=TOL, what="the op, swapped")
+    gr.clear_plans()
+
+
+def test_a_record_of_the_swapped_path_fingerprints_the_swapped_program():
+    cfg = rule.swapped_config(128, 144)
+    base = {"suite": "gemm_rule", "kernel": "gemm_relu", "shape": {"M": 279, "N": 6144, "K": 5104}, "dtype": "bfloat16"}
+    config = dict(candidate="swap128x144", split=1, **cfg.as_dict(), variant="rule")
+    assert gemm.program_of({"last_rows": "swapped"}) is last_rows.swapped_program
+    filled = results.fingerprint(gemm.measured(dict(base, config=config)))
+    swapped = results.fingerprint(gemm.measured(dict(base, config=dict(config, last_rows="swapped"))))
+    assert filled != swapped
+
+
+def test_a_swapped_record_is_timed_beside_the_rules_pick_without_the_swap(monkeypatch):
+    """gemm_rule's contrast for the swapped kernel is what the op ran before it (never notebook 02's
+    kernel on the swapped tile, which is not a tile that kernel can run), and it is compiled with
+    the op's kernels; other kernels of the last row keep notebook 02's on the same tile."""
+    from tilelang_tutorial.lessons.gemm import bench
+
+    swapped = rule.choose(279, 6144, 5104, "bfloat16", "sm_90a")
+    clamped = rule.choose(93, 2048, 8192, "float16", "sm_90a")
+    assert swapped.last_rows == "swapped" and clamped.last_rows == "clamped"
+    peer = bench.contrast_choice(swapped, 279, 6144, 5104, "bfloat16")
+    assert peer == rule.measured_choice(279, 6144, 5104, "bfloat16", swap=False) and peer.last_rows == "filled"
+    assert bench.contrast_choice(clamped, 93, 2048, 8192, "float16") == dataclasses.replace(clamped, last_rows="filled")
+    jobs = []
+    monkeypatch.setattr(runtime, "precompile", lambda js, name: {})
+    monkeypatch.setattr(runtime, "compile_parallel", lambda js, build, verbose: jobs.extend(js) or {})
+    bench.prebuild_rule({(279, 6144, 5104, "bfloat16"): swapped, (93, 2048, 8192, "float16"): clamped})
+    assert sorted(jobs, key=str) == sorted([
+        (6144, 5104, swapped.config, 1, "bfloat16", "swapped", 0),
+        (6144, 5104, peer.config, peer.split, "bfloat16", "filled", 0),
+        (2048, 8192, clamped.config, clamped.split, "float16", "clamped", 0),
+        (2048, 8192, clamped.config, clamped.split, "float16", "filled", 0)], key=str)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("M,N,K", [(279, 6144, 5104), (129, 2648, 1920), (1441, 2568, 5040), (331, 1072, 2456),
+                                   (143, 7808, 1744)])
+def test_the_op_on_the_gpu_at_the_swapped_kernel(M, N, K, dtype):
+    """widths 48 to 256 (one and two warpgroups of N), M ragged against every one of them"""
+    choice = rule.choose(M, N, K, dtype, "sm_90a")
+    assert choice.last_rows == "swapped", choice
+    tdt = getattr(torch, dtype)
+    a = checks.random_tensor((M, K), tdt, "cuda")
+    b = checks.random_tensor((K, N), tdt, "cuda")
+    out = checks.poisoned((M, N), tdt, "cuda")
+    gr.gemm_relu(a, b, out=out)
+    checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dtype],
+                        what=f"{M}x{N}x{K} {choice.label}")
+
+
+def test_02b_reads_the_swapped_records_and_log():
+    """02b's sentences under the swapped kernel's records read them (how often the rule swapped, how
+    often that beat its pick without the swap, the largest gain, the geomeans against torch) and
+    swap_fixed.log (three of its shapes); the log's swaps are what the rule picks today."""
+    import json
+    import math
+
+    from tilelang_tutorial.results import REPO_ROOT
+
+    records = json.loads((REPO_ROOT / "results/gemm_rule.json").read_text())["records"]
+    drawn = [r for r in records if r["shape"]["set"] == "random"]
+    swapped = [r for r in drawn if r["config"].get("last_rows") == "swapped"]
+    us = lambda r: r["latency_ms"] * 1e3                                  # noqa: E731
+    un = lambda r: r["peers"]["unswapped"]["latency_ms"] * 1e3            # noqa: E731
+    faster = [r for r in swapped if us(r) < un(r)]
+    best = max(swapped, key=lambda r: un(r) / us(r))
+    geo = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))          # noqa: E731
+    nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
+    prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+    s = best["shape"]
+    assert (f"the rule took the swapped kernel at {len(swapped)} of the {len(drawn)} shapes drawn at random, and it "
+            f"was faster than the rule's pick without the swap at {len(faster)} of them, by most at {s['M']} × "
+            f"{s['N']} × {s['K']} ({us(best):.1f} against {un(best):.1f} µs)") in prose
+    for r in swapped:
+        if r not in faster:
+            s = r["shape"]
+            assert f"at {s['M']} × {s['N']} × {s['K']} it was {round(us(r), 1) - round(un(r), 1):.1f} µs slower" in prose
+    assert (f"Over those {len(swapped)} shapes the op read {geo([r['ratio_to_reference'] for r in swapped]):.2f}× "
+            f"torch (geomean), where the pick without the swap read "
+            f"{geo([r['reference']['latency_ms'] / r['peers']['unswapped']['latency_ms'] for r in swapped]):.2f}×") in prose
+
+    log = (REPO_ROOT / "docs/measurements/2026-12-05c/swap_fixed.log").read_text()
+    rows = {}
+    for M, N, K, dt, label, t, plain, t_plain in re.findall(
+            r"^(\d+)x(\d+)x(\d+) (\w+): torch [\d.]+ us; the rule (.*?) ([\d.]+) us [\d.]+x ok; "
+            r"without the swap (\S+) ([\d.]+) us [\d.]+x ok$", log, re.M):
+        rows[(int(M), int(N), int(K), dt)] = (label, t, plain, t_plain)
+        choice = rule.choose(int(M), int(N), int(K), dt, "sm_90a")
+        assert choice.label == label and rule.measured_choice(int(M), int(N), int(K), dt, swap=False).label == plain
+    assert len(rows) == 8 and sum(v[0].endswith("(swapped)") for v in rows.values()) == 7
+    _, t, _, t_plain = rows[(275, 7176, 6528, "float16")]
+    assert f"took {t} µs against {t_plain} at 275 × 7176 × 6528" in prose
+    _, t, _, t_plain = rows[(781, 1464, 4144, "bfloat16")]
+    assert f"{t} against {t_plain} at 781 × 1464 × 4144 (bf16)" in prose
+    _, t, _, t_plain = rows[(183, 1248, 5024, "float16")]
+    assert float(t) > float(t_plain) and f"but {t} µs against {t_plain} for the split of `K` at 183 × 1248 × 5024" in prose
+    why = rule.choose(183, 1248, 5024, "float16", "sm_90a").why
+    assert "17 us by the model against 18 us" in why and "model had predicted 17 µs against 18" in prose
+
+
+def test_02b_reads_the_swap_check_on_the_h200():
+    """02b's sentence on the model reads its fit (timings, shapes) and the out-of-sample check."""
+    import json
+
+    from tilelang_tutorial.results import REPO_ROOT
+
+    folder = REPO_ROOT / "docs/measurements/2026-12-05c"
+    fit = re.search(r"^fit on (\d+) swapped measurements at (\d+) shapes: Rc = ([\d.]+) TFLOP/s per SM, L2 ([\d.]+) "
+                    r"TB/s, c0 = (\d+) us", (folder / "swap_model_NVIDIA_H200.log").read_text(), re.M)
+    assert tuple(map(float, fit.groups()[2:])) == (6.5, 8.0, 8.0)
+    check = (folder / "swap_rule_check_NVIDIA_H200.log").read_text()
+    old = re.search(r"^the rule:\s+geomean ([\d.]+)x torch, min [\d.]+, below 0.80: (\d+), below 0.90: \d+ of (\d+)$", check, re.M)
+    new = re.search(r"^rule or swapped: geomean ([\d.]+)x torch, min [\d.]+, below 0.80: (\d+),", check, re.M)
+    nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
+    prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert f"Fitted on the H200 to {fit[1]} timings of the swapped kernel at {fit[2]} random shapes" in prose
+    assert (f"asked on {old[3]} shapes drawn afresh, choosing the swapped tile wherever the model predicts it faster "
+            f"than the rule's pick raised the op from {old[1]}× torch (geomean; {old[2]} shapes below 0.80×) to "
+            f"{new[1]}× ({new[2]} below)") in prose
