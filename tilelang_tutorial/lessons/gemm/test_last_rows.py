@@ -39,13 +39,10 @@ def test_two_box_kernel_writes_every_row_right(M):
     assert _run(last_rows.two_box_program, SMALL_M_TILES["m128n64k64s6"], M, 200, 192).ok
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("M,N,K", [(65, 4096, 4096), (93, 2048, 8192), (72, 8192, 2048), (119, 8192, 1024),
-                                   (3, 6112, 7728), (13, 976, 5544), (37, 4760, 1920), (5, 8192, 8192)])
-def test_the_op_on_the_gpu_at_the_rules_last_row_kernels(M, N, K, dtype):
+def _the_op_on_the_gpu(M, N, K, dtype, kinds):
+    """the op through the rule, which must take one of ``kinds`` here: fresh inputs, C poisoned"""
     choice = rule.choose(M, N, K, dtype, "sm_90a")
-    assert choice.last_rows in ("clamped", "two boxes", "short")
+    assert choice.last_rows in kinds, choice
     tdt = getattr(torch, dtype)
     a = checks.random_tensor((M, K), tdt, "cuda")
     b = checks.random_tensor((K, N), tdt, "cuda")
@@ -53,6 +50,14 @@ def test_the_op_on_the_gpu_at_the_rules_last_row_kernels(M, N, K, dtype):
     gr.gemm_relu(a, b, out=out)
     checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dtype],
                         what=f"{M}x{N}x{K} {choice.label}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("M,N,K", [(65, 4096, 4096), (93, 2048, 8192), (72, 8192, 2048), (119, 8192, 1024),
+                                   (3, 6112, 7728), (13, 976, 5544), (37, 4760, 1920), (5, 8192, 8192)])
+def test_the_op_on_the_gpu_at_the_rules_last_row_kernels(M, N, K, dtype):
+    _the_op_on_the_gpu(M, N, K, dtype, ("clamped", "two boxes", "short"))
 
 
 def test_the_clamped_origin_reaches_the_tma_coordinates():
@@ -621,15 +626,7 @@ def test_a_swapped_record_is_timed_beside_the_rules_pick_without_the_swap(monkey
                                    (143, 7808, 1744)])
 def test_the_op_on_the_gpu_at_the_swapped_kernel(M, N, K, dtype):
     """widths 48 to 256 (one and two warpgroups of N), M ragged against every one of them"""
-    choice = rule.choose(M, N, K, dtype, "sm_90a")
-    assert choice.last_rows == "swapped", choice
-    tdt = getattr(torch, dtype)
-    a = checks.random_tensor((M, K), tdt, "cuda")
-    b = checks.random_tensor((K, N), tdt, "cuda")
-    out = checks.poisoned((M, N), tdt, "cuda")
-    gr.gemm_relu(a, b, out=out)
-    checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dtype],
-                        what=f"{M}x{N}x{K} {choice.label}")
+    _the_op_on_the_gpu(M, N, K, dtype, ("swapped",))
 
 
 def test_02b_reads_the_swapped_records_and_log():
