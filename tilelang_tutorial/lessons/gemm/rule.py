@@ -417,8 +417,9 @@ def swapped_or(choice: GemmChoice, M, N, K) -> GemmChoice:
     t_swap = model(M, N, K, width, block_N)
     if t_swap >= t_pick:
         return choice
-    return GemmChoice(f"swap{block_N}x{width}", swapped_config(block_N, width), 1, t_swap,
-                      f"the swapped kernel (C^T = B^T A^T, M on wgmma's width): {_blocks(M, N, swapped_config(block_N, width))} "
+    config = swapped_config(block_N, width)
+    return GemmChoice(f"swap{block_N}x{width}", config, 1, t_swap,
+                      f"the swapped kernel (C^T = B^T A^T, M on wgmma's width): {_blocks(M, N, config)} "
                       f"blocks of {width} rows x {block_N} columns, {t_swap:.0f} us by the model against "
                       f"{t_pick:.0f} us for {choice.config.block_M} x {choice.config.block_N}"
                       + (f" with K split {choice.split}" if choice.split > 1 else ""), last_rows="swapped")
