@@ -21,8 +21,8 @@ import math, random, sys, time
 from tilelang_tutorial import checks, timing
 from tilelang_tutorial.lessons.gemm import rule
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0] if "/" in __file__ else ".")
-from swap_fixed import checked_ms, direct     # noqa: E402  (the same check-then-time as swap_fixed.log's)
+sys.path.insert(0, (__file__.rsplit("/", 1)[0] if "/" in __file__ else ".") + "/../2026-12-05b")
+from swap_ab import checked_ms     # noqa: E402  (the check-then-time of swap_fixed.log)
 
 
 def one_warpgroup_pick(M, N, K, dt):
@@ -43,15 +43,11 @@ def draw(seed, count):
 
 def two_warpgroup_choice(M, N, K):
     """the model's cheapest swapped tile of block_N = 128, as a rule choice (None: no such tile)"""
-    import dataclasses
-
     tiles = [t for t in rule.swapped_tiles(M, N) if t[0] == 128]
     if not tiles:
         return None
     bn, w = min(tiles, key=lambda t: rule.SWAP_MODEL.predict_us(M, N, K, t[1], t[0]))
-    base = rule.measured_choice(M, N, K, swap=False)
-    return dataclasses.replace(base, name=f"swap{bn}x{w}", config=rule.swapped_config(bn, w), split=1,
-                               last_rows="swapped", a_rows=0)
+    return rule.GemmChoice(f"swap{bn}x{w}", rule.swapped_config(bn, w), 1, None, "two warpgroups", last_rows="swapped")
 
 
 if __name__ == "__main__":
@@ -86,7 +82,7 @@ if __name__ == "__main__":
         for name, c in (("the rule", picks[s]), ("without the swap", plain[s]), ("two warpgroups", wide[s])):
             if c is None:
                 continue
-            ms, ok = checked_ms(direct(c, N, K, dt, a, b, out), out, ref, dt)
+            ms, ok = checked_ms(bench.direct_call(c, N, K, dt, a, b, out), out, ref, dt)
             line += f"; {name} {c.label} {ms * 1e3:.1f} us {tt / ms:.2f}x {ok}"
         print(line, flush=True)
         del a, b, out, ref

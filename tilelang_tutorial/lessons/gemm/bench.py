@@ -386,7 +386,7 @@ def prebuild_rule(choices, arch=None):
     # kernel(s) on the same tile, or for the swapped kernel the rule's pick without the swap
     for (M, N, K, dt), c in choices.items():
         if c.last_rows != "filled":
-            peer = contrast_choice(c, M, N, K, dt)
+            _, peer = contrast_choice(c, M, N, K, dt)
             jobs.add((N, K, peer.config, peer.split, dt, peer.last_rows, peer.a_rows))
     jobs = sorted(jobs, key=str)
 
@@ -486,14 +486,14 @@ def rule_records(sets, skipped: list | None = None) -> list:
 
 
 def contrast_choice(choice, M, N, K, dt):
-    """What a record of a kernel for the last row of tiles is timed beside: notebook 02's kernel on
-    the same tile and split (rows past M filled by TMA), or for the swapped kernel the rule's pick
-    without the swap (what the op ran there before it)."""
+    """``(peers key, choice)``: what a record of a kernel for the last row of tiles is timed beside:
+    notebook 02's kernel on the same tile and split (rows past M filled by TMA), or for the swapped
+    kernel the rule's pick without the swap (what the op ran there before it)."""
     from . import rule
 
     if choice.last_rows == "swapped":
-        return rule.measured_choice(M, N, K, dt, swap=False)
-    return dataclasses.replace(choice, last_rows="filled", a_rows=0)
+        return "unswapped", rule.measured_choice(M, N, K, dt, swap=False)
+    return "filled_rows", dataclasses.replace(choice, last_rows="filled", a_rows=0)
 
 
 #: a record's peers key and name for each contrast
@@ -503,25 +503,30 @@ CONTRASTS = {
 }
 
 
+def direct_call(choice, N, K, dt, a, b, out):
+    """A no-argument call of ``choice``'s compiled kernel(s) on ``a``, ``b`` into ``out``, without
+    the op around them (the split-K pair with its own workspace)."""
+    import torch
+
+    kernels = [runtime.launcher(k) for k in gr.build_for(N, K, choice.config, choice.split, dt,
+                                                         choice.last_rows, choice.a_rows)]
+    if choice.split == 1:
+        return functools.partial(kernels[0], a, b, out)
+    workspace = torch.empty((choice.split, a.shape[0], N), dtype=torch.float32, device=a.device)
+    partial, reduce = kernels
+
+    def call():
+        partial(a, b, workspace)
+        reduce(workspace, out)
+    return call
+
+
 def _contrast_peer(a, b, choice, dt, M, N, K):
     """``(key, peer)``: :func:`contrast_choice`'s kernel(s) called directly on the same inputs,
     checked, then timed as the op is; peer None when its timing methods disagree."""
-    import torch
-
-    peer_choice = contrast_choice(choice, M, N, K, dt)
-    key = "unswapped" if choice.last_rows == "swapped" else "filled_rows"
+    key, peer_choice = contrast_choice(choice, M, N, K, dt)
     c = checks.poisoned((M, N), a.dtype, "cuda")
-    kernels = [runtime.launcher(k) for k in gr.build_for(N, K, peer_choice.config, peer_choice.split, dt,
-                                                         peer_choice.last_rows, peer_choice.a_rows)]
-    if peer_choice.split > 1:
-        workspace = torch.empty((peer_choice.split, M, N), dtype=torch.float32, device=a.device)
-        partial, reduce = kernels
-
-        def call():
-            partial(a, b, workspace)
-            reduce(workspace, c)
-    else:
-        call = functools.partial(kernels[0], a, b, c)
+    call = direct_call(peer_choice, N, K, dt, a, b, c)
     call()
     cmp = checks.compare(c, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dt])
     try:

@@ -519,14 +519,16 @@ def test_the_swapped_kernel_refuses_what_it_cannot_do_in_one_line():
 
 
 def test_swapped_tiles_are_one_wave_and_within_wgmma_widths():
-    for M, N in [(129, 1024), (275, 7176), (781, 1464), (1536, 8192), (2048, 2048), (4096, 4096)]:
+    # (1536, 8192) and (4096, 4096): even 256-wide tiles make more than one wave
+    for M, N, some in [(129, 1024, True), (275, 7176, True), (781, 1464, True), (1536, 8192, False),
+                       (2048, 2048, True), (4096, 4096, False)]:
         tiles = rule.swapped_tiles(M, N)
         for block_N, width in tiles:
             blocks = -(-M // width) * -(-N // block_N)
             assert width % 16 == 0 and 32 <= width <= 256 and 24 <= blocks <= 132, (M, N, block_N, width)
             cfg = rule.swapped_config(block_N, width)
             assert cfg.threads == 2 * block_N and rule.smem_bytes(cfg) <= 216 * 1024 and cfg.num_stages >= 2
-        assert bool(tiles) == (M * N <= 256 * 132 * 128), (M, N, tiles)
+        assert bool(tiles) == some, (M, N, tiles)
     assert (128, 144) in rule.swapped_tiles(275, 7176)             # two tiles of 144: 5 % padding
 
 
@@ -606,9 +608,11 @@ def test_a_swapped_record_is_timed_beside_the_rules_pick_without_the_swap(monkey
     swapped = rule.choose(279, 6144, 5104, "bfloat16", "sm_90a")
     clamped = rule.choose(93, 2048, 8192, "float16", "sm_90a")
     assert swapped.last_rows == "swapped" and clamped.last_rows == "clamped"
-    peer = bench.contrast_choice(swapped, 279, 6144, 5104, "bfloat16")
-    assert peer == rule.measured_choice(279, 6144, 5104, "bfloat16", swap=False) and peer.last_rows == "filled"
-    assert bench.contrast_choice(clamped, 93, 2048, 8192, "float16") == dataclasses.replace(clamped, last_rows="filled")
+    key, peer = bench.contrast_choice(swapped, 279, 6144, 5104, "bfloat16")
+    assert key == "unswapped" and peer.last_rows == "filled"
+    assert peer == rule.measured_choice(279, 6144, 5104, "bfloat16", swap=False)
+    assert bench.contrast_choice(clamped, 93, 2048, 8192, "float16") == (
+        "filled_rows", dataclasses.replace(clamped, last_rows="filled"))
     jobs = []
     monkeypatch.setattr(runtime, "precompile", lambda js, name: {})
     monkeypatch.setattr(runtime, "compile_parallel", lambda js, build, verbose: jobs.extend(js) or {})
@@ -698,3 +702,18 @@ def test_02b_reads_the_swap_check_on_the_h200():
     assert (f"asked on {old[3]} shapes drawn afresh, choosing the swapped tile wherever the model predicts it faster "
             f"than the rule's pick raised the op from {old[1]}× torch (geomean; {old[2]} shapes below 0.80×) to "
             f"{new[1]}× ({new[2]} below)") in prose
+
+
+@pytest.mark.parametrize("split", [1, 3])
+def test_a_contrast_is_called_directly_and_right(split):
+    """bench.direct_call, the contrast's call in gemm_rule and the probes: the choice's kernel, or its
+    split-K pair with a workspace of its own, into a poisoned C"""
+    from tilelang_tutorial.lessons.gemm import bench
+
+    M, N, K = 70, 200, 680
+    choice = rule.GemmChoice("narrow", rule.CANDIDATES["narrow"], split, None, "a test's choice")
+    a = checks.random_tensor((M, K), torch.float16, DEVICE)
+    b = checks.random_tensor((K, N), torch.float16, DEVICE)
+    out = checks.poisoned((M, N), torch.float16, DEVICE)
+    bench.direct_call(choice, N, K, "float16", a, b, out)()
+    checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=TOL, what=f"direct call, split {split}")
