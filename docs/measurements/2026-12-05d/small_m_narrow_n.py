@@ -7,6 +7,10 @@ N = 2048, but each block of the first row streams all 8192 columns of K for 64 r
 B (1.5 MB per block), so A is read 64 times over. At M <= 64 the same N and K run 64 x 64 x 128
 tiles with K split 4 (21.5 us at 64 x 2048 x 8192, 1.04x).
 
+(Run first on an H100, small_m_narrow_n_h100.log; the rule now splits K where N > 2112 and K >=
+4096, so at those shapes its pick is one of the candidates and two rows of 64 x 32 tiles, clamped,
+are timed as a fifth.)
+
 What it does. At M in {65, 80, 96, 112, 128}, N in {2048, 2560, 3072}, K in {4096, 8192} (fp16; the
 80-row shapes in bf16 too): torch, the rule's pick, and four candidates of K split 2-4 (64 x 64 x
 128 with K split 2; 128 x 64 x 64 with K split 2, 3 or 4; rows past M zero-filled by TMA), each
@@ -51,6 +55,9 @@ if __name__ == "__main__":
     picks = {s: rule.choose(*s) for s in SHAPES}
     jobs = dict(picks)
     jobs.update({(i, N, K, dt): choice(n, cfg, k) for i, (n, cfg, k) in enumerate(CANDIDATES) for (_, N, K, dt) in SHAPES})
+    # the pick before the narrow split (two rows of 64 x 32, the second clamped), timed beside it
+    jobs.update({(-1, N, K, dt): rule.GemmChoice("m64n32k256s4", T["m64n32k256s4"], 1, None, "probe", last_rows="clamped")
+                 for (_, N, K, dt) in SHAPES})
     bench.prebuild_rule(jobs)
     print(f"{torch.cuda.get_device_name(0)}; compiled in {time.time() - t0:.0f} s", flush=True)
     for s in SHAPES:
@@ -60,7 +67,9 @@ if __name__ == "__main__":
         out = checks.poisoned((M, N), a.dtype, "cuda")
         tt = timing.median_ms(lambda: torch.relu(a @ b))
         line = f"{M}x{N}x{K} {dt}: torch {tt * 1e3:.1f} us"
-        for n, c in [("pick " + picks[s].label, picks[s])] + [(n, choice(n, cfg, k)) for n, cfg, k in CANDIDATES]:
+        before = rule.GemmChoice("m64n32k256s4", T["m64n32k256s4"], 1, None, "probe", last_rows="clamped")
+        for n, c in ([("pick " + picks[s].label, picks[s])] + [(n, choice(n, cfg, k)) for n, cfg, k in CANDIDATES]
+                     + [("m64n32k256s4-clamped", before)]):
             ms, ok = checked_ms(bench.direct_call(c, N, K, dt, a, b, out), out, ref, dt)
             line += f"; {n} {rule._blocks(M, N, c.config, c.split)} blocks {ms * 1e3:.1f} us {tt / ms:.2f}x {ok}"
         print(line, flush=True)

@@ -263,7 +263,8 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16", swap: bool =
     * 64 < M <= 128: two rows of 64 x 64 blocks where that makes 100 to 132 blocks, else a
       128 x 64 tile where N / 64 > 66 (its A loaded as two 64-row boxes that end by row M), else two
       rows of 64 x 32 blocks; every second row clamped to end at row M (:mod:`.last_rows`: no rows
-      past M loaded).
+      past M loaded). Where two rows of 64 x 32 blocks would be more than one wave (N > 2112) and
+      K >= 4096, 128 x 64 tiles with K split as far as one wave holds (:func:`_narrow_split`).
     * M > 128: of the tuned, a 128 x 128, the 64 x 128 tile and five 256-row tiles 128 to 192
       wide, the fewest waves x tile time at each tile's measured rate; where that makes fewer
       than 100 blocks and K >= 4096, the candidate (tile x split of K 1-4) with the most blocks
@@ -293,6 +294,11 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16", swap: bool =
             return _pick("m128n64k64s6", tiles["m128n64k64s6"], 1, M, N,
                          "128 x 64 tiles (two rows of 64 x 64 would be more blocks than SMs), A in two "
                          "64-row boxes that end by row M", "two boxes")
+        split = _narrow_split(N, K)
+        if 2 * math.ceil(N / 32) > SM_COUNT and K >= SPLIT_MIN_K and split > 1:   # else two waves
+            return _pick("m128n64k64s6", tiles["m128n64k64s6"], split, M, N,
+                         f"128 x 64 tiles with K split {split} (two rows of 64 x 32 tiles would be more "
+                         "blocks than SMs)")
         return _pick("m64n32k256s4", tiles["m64n32k256s4"], 1, M, N,
                      "two rows of 64 x 32 tiles, the second clamped to end at row M", "clamped")
     best = None
@@ -309,6 +315,18 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16", swap: bool =
         choice = GemmChoice(name, cfg, 1, t,
                             f"the fewest waves x tile time: {blocks} blocks of {cfg.block_M} x {cfg.block_N}")
     return swapped_or(choice, M, N, K) if swap else choice
+
+
+def _narrow_split(N, K):
+    """65-128 rows on a B too narrow for two rows of 64 x 64 tiles to fill the SMs and too wide for
+    two rows of 64 x 32 to fit one wave: the split of K (at most 4, slices of at least
+    SPLIT_MIN_SLICE) that gives 128 x 64 tiles the most blocks within one wave (1: none). Measured
+    on an H100 (docs/measurements/2026-12-05d/small_m_narrow_n_h100.log, every kernel in the same
+    run): at N = 2560 and 3072, where two rows of 64 x 32 tiles make 160 and 192 blocks, they ran at
+    0.71-0.82x torch and this at 0.88-1.05x; splits past one wave ran at 0.73-0.90x."""
+    n64 = math.ceil(N / 64)
+    fitting = [s for s in (2, 3, 4) if n64 * s <= SM_COUNT and K // s >= SPLIT_MIN_SLICE]
+    return max(fitting, default=1)
 
 
 #: past 128 rows, a waves pick with fewer blocks than this leaves SMs idle for the whole of a long K

@@ -1,6 +1,7 @@
 """The op's kernels for the last row of tiles (last_rows.py): correct on every M around the tile
 edges, chosen by the rule where measured, run by the op, and fingerprinted as what ran."""
 import dataclasses
+import math
 import re
 
 import pytest
@@ -95,6 +96,8 @@ def test_the_two_box_kernel_refuses_other_tiles_in_one_line():
     (65, 8192, 8192, "two boxes"), (88, 8192, 2048, "two boxes"), (119, 8192, 8192, "two boxes"),
     (121, 5744, 6056, "two boxes"), (93, 4352, 4096, "two boxes"),   # two rows of 64 x 64: > 132 blocks
     (100, 4224, 4096, "clamped"), (100, 3200, 4096, "clamped"),      # 132 and 100 blocks: one wave
+    (80, 2560, 8192, "filled"), (100, 3072, 4096, "filled"),         # 128 x 64 tiles, K split in one wave
+    (93, 2560, 2048, "clamped"),                                     # ... but not a K this short
     (300, 4096, 4096, "swapped"), (1, 4096, 4096, "filled"),         # past 128 rows; the GEMV
     (1228, 3504, 5280, "filled"),                                    # past 128 rows, too many for a swap
     (2, 4096, 4096, "short"), (56, 8192, 8192, "short"), (13, 976, 5544, "short"),   # the last one splits K
@@ -145,6 +148,75 @@ def test_a_record_of_the_clamped_path_fingerprints_the_clamped_program():
     assert filled != clamped
     assert gemm.program_of({"last_rows": "two boxes"}) is last_rows.two_box_program
     assert gemm.program_of({}) is gr.gemm_relu_program
+
+
+# 65-128 rows, N 2113-3136: two rows of 64 x 32 tiles would be a second wave; 128 x 64 tiles with K
+# split as far as one wave holds instead (rule._narrow_split)
+NARROW_LOG = "docs/measurements/2026-12-05d/small_m_narrow_n_h100.log"
+
+
+def _narrow_log():
+    """{(M, N, K, dtype): {candidate: us}} from the H100 probe; 'pick ...' is the rule's pick of then"""
+    from tilelang_tutorial.results import REPO_ROOT
+
+    out = {}
+    for line in (REPO_ROOT / NARROW_LOG).read_text().splitlines():
+        if not line[:1].isdigit() or ": torch" not in line:
+            continue
+        head, *parts = line.split("; ")
+        (M, N, K), dt = map(int, head.split()[0].split("x")), head.split()[1].rstrip(":")
+        times = {}
+        for part in parts:
+            f = part.split()
+            assert f[-1] == "ok", line                     # every kernel checked on a poisoned C
+            times[f[1] if f[0] == "pick" else f[0]] = float(f[-4])
+        out[(M, N, K, dt)] = times
+    return out
+
+
+def test_a_narrow_b_at_65_to_128_rows_splits_k_within_one_wave():
+    """Where the rule splits K on 128 x 64 tiles, that split was the fastest kernel the probe timed
+    there and the old pick (two rows of 64 x 32) was slower; at N = 2048 (128 blocks of 64 x 32, one
+    wave) the rule keeps them, the fastest there at K = 4096. At K = 8192 it is not: the splits ran
+    4-6 % faster on the H100, which no H200 run has checked yet."""
+    log = _narrow_log()
+    assert len(log) == 34
+    for (M, N, K, dt), times in log.items():
+        choice = rule.choose(M, N, K, dt, "sm_90a")
+        old = times["64x32x256-s4-t128-Square-nosw"]
+        if N > 2112:
+            assert choice.name == "m128n64k64s6" and choice.last_rows == "filled", choice
+            split = times[f"m128n64k64s6/k{choice.split}"]
+            assert split == min(times.values()) and split < 0.9 * old, (M, N, K, dt, times)
+            assert math.ceil(N / 64) * choice.split <= rule.SM_COUNT
+        else:
+            assert choice.label == "64x32x256-s4-t128-Square-nosw (clamped)", choice
+            if K == 4096:
+                assert old == min(times.values()), (M, N, K, dt, times)
+            else:
+                assert 0.93 * old < min(times.values()) < 0.97 * old, (M, N, K, dt, times)
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="the emulator's check; the GPU's is below")
+def test_the_narrow_split_writes_every_element_right_in_the_emulator():
+    """93 x 2176 x 4096: 34 columns of 128 x 64 tiles, K split 3 (102 blocks); rows past 93 are
+    TMA's zeros in the partial kernel, and the reduction writes only the M rows"""
+    choice = rule.choose(93, 2176, 4096, "float16", "sm_90a")
+    assert (choice.name, choice.split, choice.last_rows) == ("m128n64k64s6", 3, "filled")
+    a = checks.random_tensor((93, 4096), torch.float16, "cpu")
+    b = checks.random_tensor((4096, 2176), torch.float16, "cpu")
+    out = checks.poisoned((93, 2176), torch.float16, "cpu")
+    gr.gemm_relu(a, b, out=out)
+    checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE["float16"],
+                        what="93x2176x4096 through the rule")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("M,N,K", [(65, 2560, 8192), (93, 2176, 4096), (128, 3072, 4096), (100, 3136, 6000)])
+def test_the_op_on_the_gpu_at_the_narrow_split(M, N, K, dtype):
+    _the_op_on_the_gpu(M, N, K, dtype, ("filled",))
+    assert rule.choose(M, N, K, dtype, "sm_90a").split > 1
 
 
 def test_02b_quotes_the_last_row_logs():
