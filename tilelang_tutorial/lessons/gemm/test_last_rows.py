@@ -155,8 +155,9 @@ def test_a_record_of_the_clamped_path_fingerprints_the_clamped_program():
 NARROW_LOG = "docs/measurements/2026-12-05d/small_m_narrow_n_h100.log"
 
 
-def _narrow_log():
-    """{(M, N, K, dtype): {candidate: us}} from the H100 probe; 'pick ...' is the rule's pick of then"""
+def _narrow_log(field=-4):
+    """{(M, N, K, dtype): {candidate: us}} from the H100 probe (field=-2: x torch); 'pick ...' is the
+    rule's pick of then"""
     from tilelang_tutorial.results import REPO_ROOT
 
     out = {}
@@ -169,7 +170,7 @@ def _narrow_log():
         for part in parts:
             f = part.split()
             assert f[-1] == "ok", line                     # every kernel checked on a poisoned C
-            times[f[1] if f[0] == "pick" else f[0]] = float(f[-4])
+            times[f[1] if f[0] == "pick" else f[0]] = float(f[field].rstrip("x"))
         out[(M, N, K, dt)] = times
     return out
 
@@ -195,6 +196,12 @@ def test_a_narrow_b_at_65_to_128_rows_splits_k_within_one_wave():
                 assert old == min(times.values()), (M, N, K, dt, times)
             else:
                 assert 0.93 * old < min(times.values()) < 0.97 * old, (M, N, K, dt, times)
+    # the ranges rule._narrow_split's docstring and 02b's section 9 quote, where the rule splits
+    ratios = [(t["64x32x256-s4-t128-Square-nosw"], t[f"m128n64k64s6/k{rule.choose(*s, 'sm_90a').split}"])
+              for s, t in _narrow_log(field=-2).items() if s[1] > 2112]
+    assert len(ratios) == 22
+    assert (min(r[0] for r in ratios), max(r[0] for r in ratios)) == (0.71, 0.82)
+    assert (min(r[1] for r in ratios), max(r[1] for r in ratios)) == (0.88, 1.05)
 
 
 @pytest.mark.skipif(DEVICE != "cpu", reason="the emulator's check; the GPU's is below")
