@@ -68,6 +68,17 @@ def gemm_relu_swap_program(N, K, block_N=128, block_M=144, block_K=64, num_stage
     return gemm_relu_swap_kernel
 
 
+def shape_inputs(M, N, K, dt):
+    """fresh inputs for one shape on the GPU: ``(a, b, fp32 reference, poisoned C, torch's ms)``,
+    torch ``relu(a @ b)`` timed (do_bench median, L2 flushed) on them"""
+    import torch
+    from tilelang_tutorial.lessons.gemm import bench, kernel as gr
+
+    a, b = bench._inputs(M, N, K, dt)
+    out = checks.poisoned((M, N), a.dtype, "cuda")
+    return a, b, gr.gemm_relu_reference(a, b), out, timing.median_ms(lambda: torch.relu(a @ b))
+
+
 def checked_ms(f, out, ref, dt):
     """``f()`` checked on a poisoned ``out`` twice, timed (do_bench median, L2 flushed), checked once
     more after the timing: (ms, "ok" or what failed)"""

@@ -9,11 +9,9 @@ L2 flushed), all in the same run.
 """
 import sys, time
 
-from tilelang_tutorial import checks, runtime, timing
-
 sys.path.insert(0, (__file__.rsplit("/", 1)[0] if "/" in __file__ else ".") + "/../2026-12-05b")
 # check twice on a poisoned output, time, check once more (it ran with a copy of this, the same code)
-from swap_ab import checked_ms  # noqa: E402
+from swap_ab import checked_ms, shape_inputs  # noqa: E402
 
 SHAPES = [(183, 1248, 5024, "float16"), (279, 1304, 3000, "float16"), (300, 4096, 4096, "float16"),
           (650, 3744, 8056, "float16"), (593, 3200, 6176, "bfloat16"), (781, 1464, 4144, "bfloat16"),
@@ -44,10 +42,7 @@ if __name__ == "__main__":
     print(f"{torch.cuda.get_device_name(0)}; compiled in {time.time() - t0:.0f} s", flush=True)
     for s in SHAPES:
         M, N, K, dt = s
-        a, b = bench._inputs(M, N, K, dt)
-        ref = gr.gemm_relu_reference(a, b)
-        out = checks.poisoned((M, N), a.dtype, "cuda")
-        tt = timing.median_ms(lambda: torch.relu(a @ b))
+        a, b, ref, out, tt = shape_inputs(M, N, K, dt)
         op, ok_op = checked_ms(lambda: gr.gemm_relu(a, b, out=out), out, ref, dt)
         un, ok_un = checked_ms(direct(plain[s], N, K, dt, a, b, out), out, ref, dt)
         print(f"{M}x{N}x{K} {dt}: torch {tt * 1e3:.1f} us; the rule {picks[s].label} {op * 1e3:.1f} us "

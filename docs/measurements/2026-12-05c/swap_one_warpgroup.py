@@ -18,11 +18,10 @@ about half of them, by 10-25 %, where its blocks are fewer than about 50.
 """
 import math, random, sys, time
 
-from tilelang_tutorial import checks, timing
 from tilelang_tutorial.lessons.gemm import rule
 
 sys.path.insert(0, (__file__.rsplit("/", 1)[0] if "/" in __file__ else ".") + "/../2026-12-05b")
-from swap_ab import checked_ms     # noqa: E402  (the check-then-time of swap_fixed.log)
+from swap_ab import checked_ms, shape_inputs     # noqa: E402  (the check-then-time of swap_fixed.log)
 
 
 def one_warpgroup_pick(M, N, K, dt):
@@ -63,7 +62,7 @@ if __name__ == "__main__":
                   "|", w2.label if w2 else "-")
         sys.exit(0)
     import torch
-    from tilelang_tutorial.lessons.gemm import bench, kernel as gr
+    from tilelang_tutorial.lessons.gemm import bench
 
     t0 = time.time()
     picks = {s: rule.choose(*s) for s in shapes}
@@ -74,10 +73,7 @@ if __name__ == "__main__":
     print(f"{torch.cuda.get_device_name(0)}; compiled in {time.time() - t0:.0f} s", flush=True)
     for s in shapes:
         M, N, K, dt = s
-        a, b = bench._inputs(M, N, K, dt)
-        ref = gr.gemm_relu_reference(a, b)
-        out = checks.poisoned((M, N), a.dtype, "cuda")
-        tt = timing.median_ms(lambda: torch.relu(a @ b))
+        a, b, ref, out, tt = shape_inputs(M, N, K, dt)
         line = f"{M}x{N}x{K} {dt}: torch {tt * 1e3:.1f} us"
         for name, c in (("the rule", picks[s]), ("without the swap", plain[s]), ("two warpgroups", wide[s])):
             if c is None:

@@ -24,11 +24,10 @@ reduction's fixed cost (about 3 us) makes it a tie.
 """
 import sys, time
 
-from tilelang_tutorial import checks, timing
 from tilelang_tutorial.lessons.gemm import rule
 
 sys.path.insert(0, (__file__.rsplit("/", 1)[0] if "/" in __file__ else ".") + "/../2026-12-05b")
-from swap_ab import checked_ms     # noqa: E402  (the check-then-time of swap_fixed.log)
+from swap_ab import checked_ms, shape_inputs     # noqa: E402  (the check-then-time of swap_fixed.log)
 
 SHAPES = [(M, N, K, "float16") for M in (65, 80, 96, 112, 128) for N in (2048, 2560, 3072) for K in (4096, 8192)] + [
     (80, N, K, "bfloat16") for N in (2048, 3072) for K in (4096, 8192)]
@@ -49,7 +48,7 @@ if __name__ == "__main__":
                   " ".join(f"{n}:{rule._blocks(s[0], s[1], cfg, k)}" for n, cfg, k in CANDIDATES))
         sys.exit(0)
     import torch
-    from tilelang_tutorial.lessons.gemm import bench, kernel as gr
+    from tilelang_tutorial.lessons.gemm import bench
 
     t0 = time.time()
     picks = {s: rule.choose(*s) for s in SHAPES}
@@ -62,10 +61,7 @@ if __name__ == "__main__":
     print(f"{torch.cuda.get_device_name(0)}; compiled in {time.time() - t0:.0f} s", flush=True)
     for s in SHAPES:
         M, N, K, dt = s
-        a, b = bench._inputs(M, N, K, dt)
-        ref = gr.gemm_relu_reference(a, b)
-        out = checks.poisoned((M, N), a.dtype, "cuda")
-        tt = timing.median_ms(lambda: torch.relu(a @ b))
+        a, b, ref, out, tt = shape_inputs(M, N, K, dt)
         line = f"{M}x{N}x{K} {dt}: torch {tt * 1e3:.1f} us"
         before = rule.GemmChoice("m64n32k256s4", T["m64n32k256s4"], 1, None, "probe", last_rows="clamped")
         for n, c in ([("pick " + picks[s].label, picks[s])] + [(n, choice(n, cfg, k)) for n, cfg, k in CANDIDATES]

@@ -21,11 +21,10 @@ better than the rule's rates do at two or three waves.
 """
 import math, random, sys, time
 
-from tilelang_tutorial import checks, timing
 from tilelang_tutorial.lessons.gemm import rule
 
 sys.path.insert(0, (__file__.rsplit("/", 1)[0] if "/" in __file__ else ".") + "/../2026-12-05b")
-from swap_ab import checked_ms     # noqa: E402  (the check-then-time of swap_fixed.log)
+from swap_ab import checked_ms, shape_inputs     # noqa: E402  (the check-then-time of swap_fixed.log)
 
 FIXED = [(1322, 6472, 7288, "float16"), (565, 1976, 6920, "bfloat16")]
 
@@ -84,7 +83,7 @@ if __name__ == "__main__":
                   " ".join(f"{n}:{fill(s[0], s[1], config_of(cfg, s[3])):.2f}" for n, cfg, _ in TILES))
         sys.exit(0)
     import torch
-    from tilelang_tutorial.lessons.gemm import bench, kernel as gr
+    from tilelang_tutorial.lessons.gemm import bench
 
     t0 = time.time()
     # prebuild_rule's keys are only unpacked for N, K and dtype: one key per (shape, tile)
@@ -94,10 +93,7 @@ if __name__ == "__main__":
     for s in shapes:
         M, N, K, dt = s
         pick = rule.choose(*s)
-        a, b = bench._inputs(M, N, K, dt)
-        ref = gr.gemm_relu_reference(a, b)
-        out = checks.poisoned((M, N), a.dtype, "cuda")
-        tt = timing.median_ms(lambda: torch.relu(a @ b))
+        a, b, ref, out, tt = shape_inputs(M, N, K, dt)
         print(f"{M}x{N}x{K} {dt}: torch {tt * 1e3:.1f} us; the rule's pick {pick.label}", flush=True)
         for n, cfg, rate in TILES:
             cfg = config_of(cfg, dt)
