@@ -264,7 +264,7 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16", swap: bool =
       128 x 64 tile where N / 64 > 66 (its A loaded as two 64-row boxes that end by row M), else two
       rows of 64 x 32 blocks; every second row clamped to end at row M (:mod:`.last_rows`: no rows
       past M loaded). Where two rows of 64 x 32 blocks would be more than one wave (N > 2112) and
-      K >= 4096, 128 x 64 tiles with K split as far as one wave holds (:func:`_narrow_split`).
+      K >= 4096, 128 x 64 tiles with K split as far as one wave holds (:func:`_most_blocks_in_one_wave`).
     * M > 128: of the tuned, a 128 x 128, the 64 x 128 tile and five 256-row tiles 128 to 192
       wide, the fewest waves x tile time at each tile's measured rate; where that makes fewer
       than 100 blocks and K >= 4096, the candidate (tile x split of K 1-4) with the most blocks
@@ -294,11 +294,16 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16", swap: bool =
             return _pick("m128n64k64s6", tiles["m128n64k64s6"], 1, M, N,
                          "128 x 64 tiles (two rows of 64 x 64 would be more blocks than SMs), A in two "
                          "64-row boxes that end by row M", "two boxes")
-        split = _narrow_split(N, K)
-        if 2 * math.ceil(N / 32) > SM_COUNT and K >= SPLIT_MIN_K and split > 1:   # else two waves
-            return _pick("m128n64k64s6", tiles["m128n64k64s6"], split, M, N,
-                         f"128 x 64 tiles with K split {split} (two rows of 64 x 32 tiles would be more "
-                         "blocks than SMs)")
+        if 2 * math.ceil(N / 32) > SM_COUNT and K >= SPLIT_MIN_K:
+            # two rows of 64 x 32 tiles would be a second wave: 128 x 64 tiles with K split as far as
+            # one wave holds. Measured on an H100 (docs/measurements/2026-12-05d/small_m_narrow_n_h100.log,
+            # every kernel in the same run): at N = 2560 and 3072 (160 and 192 blocks of 64 x 32)
+            # those ran at 0.71-0.82x torch and this at 0.88-1.05x; splits past one wave at 0.73-0.90x.
+            _, tile, split = _most_blocks_in_one_wave(M, N, K, {"m128n64k64s6": tiles["m128n64k64s6"]})
+            if split > 1:
+                return _pick("m128n64k64s6", tile, split, M, N,
+                             f"128 x 64 tiles with K split {split} (two rows of 64 x 32 tiles would be more "
+                             "blocks than SMs)")
         return _pick("m64n32k256s4", tiles["m64n32k256s4"], 1, M, N,
                      "two rows of 64 x 32 tiles, the second clamped to end at row M", "clamped")
     best = None
@@ -317,18 +322,6 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16", swap: bool =
     return swapped_or(choice, M, N, K) if swap else choice
 
 
-def _narrow_split(N, K):
-    """65-128 rows on a B too narrow for two rows of 64 x 64 tiles to fill the SMs and too wide for
-    two rows of 64 x 32 to fit one wave: the split of K (at most 4, slices of at least
-    SPLIT_MIN_SLICE) that gives 128 x 64 tiles the most blocks within one wave (1: none). Measured
-    on an H100 (docs/measurements/2026-12-05d/small_m_narrow_n_h100.log, every kernel in the same
-    run): at N = 2560 and 3072, where two rows of 64 x 32 tiles make 160 and 192 blocks, they ran at
-    0.71-0.82x torch and this at 0.88-1.05x; splits past one wave ran at 0.73-0.90x."""
-    n64 = math.ceil(N / 64)
-    fitting = [s for s in (2, 3, 4) if n64 * s <= SM_COUNT and K // s >= SPLIT_MIN_SLICE]
-    return max(fitting, default=1)
-
-
 #: past 128 rows, a waves pick with fewer blocks than this leaves SMs idle for the whole of a long K
 FEW_BLOCKS = 100
 #: the tiles a few-block shape may split K over (with the waves pick itself), and the splits tried
@@ -336,6 +329,16 @@ FEW_BLOCK_TILES = ("m128n128k128t256", "narrow")
 FEW_BLOCK_SPLITS = (1, 2, 3, 4)
 #: each slice of K keeps at least this many elements (16 steps of 64): shorter slices were not measured
 SPLIT_MIN_SLICE = 1024
+
+
+def _most_blocks_in_one_wave(M, N, K, tiles):
+    """``(name, tile, split)``: of ``tiles`` ({name: config}), each with K split as in
+    FEW_BLOCK_SPLITS (slices of at least SPLIT_MIN_SLICE), the one with the most blocks that still
+    fit one wave of SM_COUNT (fewer splits on a tie); the caller makes sure one unsplit tile fits."""
+    options = [(tile_name, tile, split) for tile_name, tile in tiles.items() for split in FEW_BLOCK_SPLITS
+               if split == 1 or K // split >= SPLIT_MIN_SLICE]
+    in_one_wave = [o for o in options if _blocks(M, N, o[1], o[2]) <= SM_COUNT]
+    return max(in_one_wave, key=lambda o: (_blocks(M, N, o[1], o[2]), -o[2]))
 
 
 def _few_blocks_split(M, N, K, name, cfg, blocks, predicted_us):
@@ -348,10 +351,7 @@ def _few_blocks_split(M, N, K, name, cfg, blocks, predicted_us):
     was the one with the most blocks at or below 132."""
     large = {n: c for n, c, _ in LARGE_M_TILES}
     tiles = {name: cfg, **{n: large[n] for n in FEW_BLOCK_TILES}, "m64n64k128s4": SMALL_M_TILES["m64n64k128s4"]}
-    options = [(tile_name, tile, split) for tile_name, tile in tiles.items() for split in FEW_BLOCK_SPLITS
-               if split == 1 or K // split >= SPLIT_MIN_SLICE]
-    in_one_wave = [o for o in options if _blocks(M, N, o[1], o[2]) <= SM_COUNT]      # the pick itself is one
-    tile_name, tile, split = max(in_one_wave, key=lambda o: (_blocks(M, N, o[1], o[2]), -o[2]))
+    tile_name, tile, split = _most_blocks_in_one_wave(M, N, K, tiles)      # the pick itself fits one wave
     n_blocks = _blocks(M, N, tile, split)
     if tile_name == name and split == 1:
         return GemmChoice(name, cfg, 1, predicted_us, f"{blocks} blocks of {cfg.block_M} x {cfg.block_N}: no candidate "

@@ -151,7 +151,7 @@ def test_a_record_of_the_clamped_path_fingerprints_the_clamped_program():
 
 
 # 65-128 rows, N 2113-3136: two rows of 64 x 32 tiles would be a second wave; 128 x 64 tiles with K
-# split as far as one wave holds instead (rule._narrow_split)
+# split as far as one wave holds instead (rule._most_blocks_in_one_wave on that one tile)
 NARROW_LOG = "docs/measurements/2026-12-05d/small_m_narrow_n_h100.log"
 
 
@@ -196,7 +196,7 @@ def test_a_narrow_b_at_65_to_128_rows_splits_k_within_one_wave():
                 assert old == min(times.values()), (M, N, K, dt, times)
             else:
                 assert 0.93 * old < min(times.values()) < 0.97 * old, (M, N, K, dt, times)
-    # the ranges rule._narrow_split's docstring and 02b's section 9 quote, where the rule splits
+    # the ranges the rule's comment and 02b's section 9 quote, where the rule splits
     ratios = [(t["64x32x256-s4-t128-Square-nosw"], t[f"m128n64k64s6/k{rule.choose(*s, 'sm_90a').split}"])
               for s, t in _narrow_log(field=-2).items() if s[1] > 2112]
     assert len(ratios) == 22
