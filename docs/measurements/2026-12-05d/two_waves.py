@@ -17,6 +17,7 @@ the fastest at 1322 x 6472 x 7288 (about 0.9x torch), and the fill of the waves 
 better than the rule's rates do at two or three waves.
 
     python3 two_waves.py [SEED|fresh] [COUNT]      # on the GPU
+    python3 two_waves.py rates                     # on the GPU: every tile's rate as the rule's were measured
     python3 two_waves.py --shapes                  # anywhere: the shapes a seed draws and the rule's picks
 """
 import math, random, sys, time
@@ -70,7 +71,33 @@ def choice(name, cfg):
     return rule.GemmChoice(name, cfg, 1, None, "probe")
 
 
+def rates():
+    """Every tile of TILES at four full waves (24 x 22 tiles, K = 4096, fp16), the shapes the rule's
+    rates were measured at (docs/measurements/2026-12-02b/gemm_waves.log): the rate the rule would
+    use for a 192-row tile, beside the rates it uses, measured again in the same run."""
+    import torch
+    from tilelang_tutorial.lessons.gemm import bench
+
+    shapes = {n: (config_of(c, "float16").block_M * 24, config_of(c, "float16").block_N * 22, 4096) for n, c, _ in TILES}
+    bench.prebuild_rule({(n, N, K, "float16"): choice(n, config_of(c, "float16"))
+                         for (n, c, _), (M, N, K) in zip(TILES, shapes.values())})
+    print(f"{torch.cuda.get_device_name(0)}; rates at 4 full waves (24 x 22 tiles), K = 4096, fp16", flush=True)
+    for n, c, rate in TILES:
+        cfg = config_of(c, "float16")
+        M, N, K = shapes[n]
+        a, b, ref, out, tt = shape_inputs(M, N, K, "float16")
+        ms, ok = checked_ms(bench.direct_call(choice(n, cfg), N, K, "float16", a, b, out), out, ref, "float16")
+        print(f"rate {n:18s} {cfg.name:40s} {M}x{N}x{K}: {2 * M * N * K / ms / 1e9:6.0f} TFLOP/s "
+              f"(the rule uses {'-' if rate is None else f'{rate:.0f}'}; torch {2 * M * N * K / tt / 1e9:.0f}) {ok}",
+              flush=True)
+        del a, b, out, ref
+        torch.cuda.empty_cache()
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["rates"]:
+        rates()
+        sys.exit(0)
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     seed = int(args[0]) if args and args[0] != "fresh" else random.SystemRandom().randrange(2 ** 31)
     count = int(args[1]) if len(args) > 1 else 8

@@ -34,7 +34,7 @@ for step in "$@"; do
       tar cf "$OUT/rendered.tar" docs/rendered ;;
     probe:*)
       spec=${step#probe:}; script=${spec%%:*}; args=""; [ "$script" != "$spec" ] && args=${spec#*:}
-      name=$(basename "$script" .py)
+      name=$(basename "$script" .py); [ -n "$args" ] && name="${name}_${args// /_}"    # one log per step
       (cd "$(dirname "$script")" && timeout -s INT "${PROBE_LIMIT:-300}" python3 "$(basename "$script")" $args) \
         > "$OUT/$name.log" 2>&1 ;;
     *) echo "unknown step $step" >> "$OUT/steps.log"; continue ;;
