@@ -5,7 +5,7 @@
 #
 # STEP: smi | tests | render | probe:DIR/SCRIPT[:ARGS] ; each step's log goes to $OUT, one line per
 # step (its exit status and seconds) to $OUT/steps.log. Knobs: TEST_PATHS (default: the whole suite),
-# TEST_LIMIT (s, default 540), RENDER_NAMES (default: every notebook), PROBE_LIMIT (s, default 300).
+# TEST_LIMIT (s, default 540), TEST_ARGS (more pytest arguments, e.g. '-m gpu'), RENDER_NAMES (default: every notebook), PROBE_LIMIT (s, default 300).
 set -u
 cd "$(dirname "$0")/../../.."
 source .gpu/env.sh || { echo "no .gpu/ bundle: run docs/measurements/runner/prepare.sh here first"; exit 3; }
@@ -28,7 +28,7 @@ for step in "$@"; do
       # -v: every result is in the log as it happens, so a run stopped at its limit still names its
       # failures; SIGINT first, so pytest prints its summary before it stops
       timeout -s INT -k 20 "${TEST_LIMIT:-540}" python3 -m pytest -p no:cacheprovider -n 16 --dist loadfile \
-        -v --tb=short -rfE ${TEST_PATHS:-tests tilelang_tutorial/lessons notebooks} > "$OUT/tests.log" 2>&1 ;;
+        -v --tb=short -rfE ${TEST_ARGS:-} ${TEST_PATHS:-tests tilelang_tutorial/lessons notebooks} > "$OUT/tests.log" 2>&1 ;;
     render)
       python3 -m tilelang_tutorial render ${RENDER_NAMES:-} > "$OUT/render.log" 2>&1
       tar cf "$OUT/rendered.tar" docs/rendered ;;
