@@ -215,9 +215,11 @@ SMALL_M_TILES = {
 }
 #: the GEMV kernel (gemv.py) for one row: 32 columns per block, 64 lanes of K, 8 rows in flight
 GEMV_ONE_ROW = (("max_m", 1), ("block_N", 32), ("k_lanes", 64), ("unroll", 8))
-def _tall_tile(block_N, num_stages):
-    """A 256-row tile: two consumer warpgroups of 128 rows each (FullRow), C stored by TMA."""
-    return GemmConfig(block_M=256, block_N=block_N, block_K=64, num_stages=num_stages, threads=256, policy="FullRow",
+def _tall_tile(block_N, num_stages, block_M=256):
+    """A 256-row tile: two consumer warpgroups of 128 rows each (FullRow), C stored by TMA; or a
+    192-row one: three consumer warpgroups of 64 rows (384 threads)."""
+    return GemmConfig(block_M=block_M, block_N=block_N, block_K=64, num_stages=num_stages,
+                      threads=256 if block_M == 256 else 384, policy="FullRow",
                       swizzle_panel=8, swizzle_order="row", store_via_shared=True)
 
 
@@ -227,7 +229,12 @@ def _tall_tile(block_N, num_stages):
 #: use to fill one wave where 128-row tiles make two or three (256 x 144, 192 x 112, 288 x 128 at the
 #: shapes where the op trailed torch): their rates are at four full waves (24 x 22 tiles, K = 4096),
 #: where the tuned tile read 667 rather than 730, so they win only with a margin
-#: (docs/measurements/2026-12-02b/gemm_waves.log).
+#: (docs/measurements/2026-12-02b/gemm_waves.log). The 192 x 192 tile (three consumer warpgroups)
+#: covers C closer where the others leave much of a last wave empty: its rate, 684, is from a later
+#: run (docs/measurements/2026-12-06/two_waves_rates.log), where the tuned tile read 694 and the
+#: 256 x 192 683, so against the older rates above it wins only by its fill. Timed against the pick
+#: it displaced at the shapes where it is taken (two_waves_fresh_6.log, H200; 2026-12-05d's two H100
+#: logs): 1.14-1.30x faster at all 5; it is not taken at the 21 others, where it was the slower at 12.
 LARGE_M_TILES = (
     ("tuned", None, 730.0),
     ("m128n128k128t256", GemmConfig(block_M=128, block_N=128, block_K=128, num_stages=3, threads=256, policy="Square",
@@ -238,6 +245,7 @@ LARGE_M_TILES = (
     ("m256n160", _tall_tile(160, 4), 672.0),
     ("m256n176", _tall_tile(176, 4), 642.0),
     ("m256n192", _tall_tile(192, 3), 750.0),
+    ("m192n192", _tall_tile(192, 4, block_M=192), 684.0),
 )
 SM_COUNT = 132
 #: a K this long is worth splitting when N gives too few blocks (below it the reduction's fixed cost wins)
@@ -265,8 +273,8 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16", swap: bool =
       rows of 64 x 32 blocks; every second row clamped to end at row M (:mod:`.last_rows`: no rows
       past M loaded). Where two rows of 64 x 32 blocks would be more than one wave (N > 2112) and
       K >= 4096, 128 x 64 tiles with K split as far as one wave holds (:func:`_most_blocks_in_one_wave`).
-    * M > 128: of the tuned, a 128 x 128, the 64 x 128 tile and five 256-row tiles 128 to 192
-      wide, the fewest waves x tile time at each tile's measured rate; where that makes fewer
+    * M > 128: of the tuned, a 128 x 128, the 64 x 128 tile, five 256-row tiles 128 to 192
+      wide and a 192 x 192 tile, the fewest waves x tile time at each tile's measured rate; where that makes fewer
       than 100 blocks and K >= 4096, the candidate (tile x split of K 1-4) with the most blocks
       within one wave (:func:`_few_blocks_split`). Then (unless ``swap`` is False: the pick the
       swap is weighed against) the swapped kernel, M on ``wgmma``'s width, where

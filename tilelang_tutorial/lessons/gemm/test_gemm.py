@@ -1,4 +1,5 @@
 """GEMM + ReLU (notebook 02): compile-only checks on CPU, correctness on a GPU."""
+import math
 import re
 
 import pytest
@@ -514,11 +515,12 @@ def test_every_path_of_the_rule_matches_the_reference(shape, dtype):
                         what=f"{shape} {rule.choose(M, N, K, dtype).label}")
 
 
-@pytest.mark.parametrize("name", [n for n, _, _ in rule.LARGE_M_TILES if n.startswith("m256")])
-def test_each_256_row_tile_matches_the_reference(name):
-    """The rule's 256-row tiles (two 128-row consumer warpgroups) through the op on a shape ragged in
-    M, N and K against each tile (300 = 256 + 44 rows, 296 columns, K = 200 = 3 x 64 + 8), where this
-    machine runs kernels: poisoned output, fp32 reference, every element written."""
+@pytest.mark.parametrize("name", [n for n, _, _ in rule.LARGE_M_TILES if n.startswith(("m256", "m192"))])
+def test_each_tall_tile_matches_the_reference(name):
+    """The rule's 256-row tiles (two 128-row consumer warpgroups) and its 192-row one (three of 64
+    rows) through the op on a shape ragged in M, N and K against each tile (300 = 256 + 44 or
+    192 + 108 rows, 296 columns, K = 200 = 3 x 64 + 8), where this machine runs kernels: poisoned
+    output, fp32 reference, every element written."""
     cfg = dict((n, c) for n, c, _ in rule.LARGE_M_TILES)[name]
     device = runtime.mode().device
     M, N, K = 300, 296, 200
@@ -527,6 +529,56 @@ def test_each_256_row_tile_matches_the_reference(name):
     gr.gemm_relu(a, b, cfg, out=out)
     checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE["float16"],
                         what=f"{name} ({cfg.name}) on {M}x{N}x{K}")
+
+
+TWO_WAVES_LOGS = ("docs/measurements/2026-12-06/two_waves_fresh_6.log",          # H200
+                  "docs/measurements/2026-12-05d/two_waves_h100.log", "docs/measurements/2026-12-05d/two_waves_h100_b.log")
+
+
+def _two_waves(path):
+    """[(M, N, K, dtype, {tile: us}, the rule's pick of then)] from a two_waves.py log"""
+    from tilelang_tutorial.results import REPO_ROOT
+
+    out = []
+    for block in re.split(r"\n(?=\d+x\d+x\d+ \w+: torch)", (REPO_ROOT / path).read_text())[1:]:
+        M, N, K, dt = re.match(r"(\d+)x(\d+)x(\d+) (\w+):", block).groups()
+        rows = re.findall(r"^\s+(\S+)\s.*measured ([\d.]+) us [\d.]+x (\S+)( <- pick)?$", block, re.M)
+        assert rows and all(ok == "ok" for _, _, ok, _ in rows), block       # each checked on a poisoned C
+        out.append((int(M), int(N), int(K), dt, {n: float(us) for n, us, _, _ in rows},
+                    next(n for n, _, _, p in rows if p)))
+    return out
+
+
+def test_the_192_row_tile_is_taken_only_where_it_was_measured_faster():
+    """Every shape of the three two_waves logs (low-fill shapes past 128 rows, every tile timed):
+    where the rule now takes the 192 x 192 tile it ran faster than the pick it displaced, on both
+    cards; the numbers rule.LARGE_M_TILES's comment quotes."""
+    taken, kept = [], []
+    for path in TWO_WAVES_LOGS:
+        for M, N, K, dt, us, old in _two_waves(path):
+            now = rule.measured_choice(M, N, K, dt, swap=False)
+            assert now.name in (old, "m192n192"), (M, N, K, now.name, old)
+            (taken if now.name == "m192n192" else kept).append(us[old] / us["m192n192"])
+    assert len(taken) == 5 and min(taken) > 1.1, taken
+    assert (round(min(taken), 2), round(max(taken), 2)) == (1.14, 1.30)
+    assert (len(kept), sum(g < 1 for g in kept)) == (21, 12)
+    # what 02b reads of the H200 log at the lowest random shape of an earlier gemm_rule record
+    import json
+
+    from tilelang_tutorial.results import REPO_ROOT
+
+    (M, N, K, dt, us, old), = [s for s in _two_waves(TWO_WAVES_LOGS[0]) if s[:3] == (1322, 6472, 7288)]
+    torch_us = float(re.search(r"^1322x6472x7288 float16: torch ([\d.]+) us",
+                               (REPO_ROOT / TWO_WAVES_LOGS[0]).read_text(), re.M).group(1))
+    tall = dict((n, c) for n, c, _ in rule.LARGE_M_TILES)
+    fill = lambda c: M * N / (math.ceil(rule._blocks(M, N, c) / rule.SM_COUNT) * rule.SM_COUNT * c.block_M * c.block_N)  # noqa: E731
+    nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
+    prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert old == "m256n160" and rule.measured_choice(M, N, K, dt, swap=False).name == "m192n192"
+    assert (f"{rule._blocks(M, N, tall['m192n192'])} such blocks fill {fill(tall['m192n192']):.0%} of two waves "
+            f"where {rule._blocks(M, N, tall['m256n160'])} of 256 × 160 fill {fill(tall['m256n160']):.0%}").replace("%", " %") in prose
+    assert (f"the 256 × 160 tile took {us[old]} µs and the 192 × 192 one {us['m192n192']} µs, "
+            f"{torch_us / us[old]:.2f}× and {torch_us / us['m192n192']:.2f}× torch") in prose
 
 
 @pytest.mark.parametrize("M,N,K,split", [(5, 264, 1000, 3), (1, 128, 256, 2), (130, 200, 640, 4)])
