@@ -5,7 +5,7 @@
 #
 # STEP: smi | tests | render | probe:DIR/SCRIPT[:ARGS] ; each step's log goes to $OUT, one line per
 # step (its exit status and seconds) to $OUT/steps.log. Knobs: TEST_PATHS (default: the whole suite),
-# TEST_LIMIT (s, default 540), TEST_ARGS (more pytest arguments, e.g. '-m gpu'), RENDER_NAMES (default: every notebook), PROBE_LIMIT (s, default 300).
+# TEST_LIMIT (s, default 540), TEST_ARGS (more pytest arguments, split on spaces, e.g. '-m gpu'; an expression with spaces goes in PYTEST_ADDOPTS='-m "not gpu"'), RENDER_NAMES (default: every notebook), PROBE_LIMIT (s, default 300).
 set -u
 cd "$(dirname "$0")/../../.."
 source .gpu/env.sh || { echo "no .gpu/ bundle: run docs/measurements/runner/prepare.sh here first"; exit 3; }
