@@ -190,3 +190,9 @@ def source_cells(path: Path) -> list[tuple[str, str]]:
     nb = json.loads(path.read_text(encoding="utf-8"))
     return [[c["cell_type"], "".join(c["source"]) if isinstance(c["source"], list) else c["source"]]
             for c in nb["cells"]]
+
+
+def prose(name: str) -> str:
+    """A notebook's markdown, every run of whitespace one space: what a test finds a sentence in
+    when it checks that the prose reads a record or a log."""
+    return " ".join(" ".join(src.split()) for kind, src in source_cells(NOTEBOOK_DIR / name) if kind == "markdown")

@@ -5,7 +5,7 @@ import re
 import pytest
 import torch
 
-from tilelang_tutorial import checks, runtime
+from tilelang_tutorial import checks, notebook_runs, runtime
 from tilelang_tutorial.lessons.gemm import kernel as gr
 
 GPU = runtime.gpu_available()
@@ -563,8 +563,6 @@ def test_the_192_row_tile_is_taken_only_where_it_was_measured_faster():
     assert (round(min(taken), 2), round(max(taken), 2)) == (1.14, 1.30)
     assert (len(kept), sum(g < 1 for g in kept)) == (21, 12)
     # what 02b reads of the H200 log at the lowest random shape of an earlier gemm_rule record
-    import json
-
     from tilelang_tutorial.results import REPO_ROOT
 
     (M, N, K, dt, us, old), = [s for s in _two_waves(TWO_WAVES_LOGS[0]) if s[:3] == (1322, 6472, 7288)]
@@ -572,8 +570,7 @@ def test_the_192_row_tile_is_taken_only_where_it_was_measured_faster():
                                (REPO_ROOT / TWO_WAVES_LOGS[0]).read_text(), re.M).group(1))
     tall = dict((n, c) for n, c, _ in rule.LARGE_M_TILES)
     fill = lambda c: M * N / (math.ceil(rule._blocks(M, N, c) / rule.SM_COUNT) * rule.SM_COUNT * c.block_M * c.block_N)  # noqa: E731
-    nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
-    prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+    prose = notebook_runs.prose("02b_gemm_in_depth.ipynb")
     assert old == "m256n160" and rule.measured_choice(M, N, K, dt, swap=False).name == "m192n192"
     assert (f"{rule._blocks(M, N, tall['m192n192'])} such blocks fill {fill(tall['m192n192']):.0%} of two waves "
             f"where {rule._blocks(M, N, tall['m256n160'])} of 256 × 160 fill {fill(tall['m256n160']):.0%}").replace("%", " %") in prose

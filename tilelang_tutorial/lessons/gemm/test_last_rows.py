@@ -7,7 +7,7 @@ import re
 import pytest
 import torch
 
-from tilelang_tutorial import checks, results, runtime
+from tilelang_tutorial import checks, notebook_runs, results, runtime
 from tilelang_tutorial.lessons import gemm
 from tilelang_tutorial.lessons.gemm import kernel as gr
 from tilelang_tutorial.lessons.gemm import last_rows, rule
@@ -211,10 +211,6 @@ def test_the_narrow_split_on_the_h200():
     twice) and faster than the 64 x 32 tiles at every shape; at N = 2048 the 64 x 32 tiles were the
     fastest at K = 4096, and at K = 8192 the 128 x 64 tiles with K split 4 were faster at 5 of 6 --
     the rule does not split there yet (it keeps what the records measured). The ranges 02b quotes."""
-    import json
-
-    from tilelang_tutorial.results import REPO_ROOT
-
     log, ratio = _narrow_log(path=NARROW_LOG_H200), _narrow_log(field=-2, path=NARROW_LOG_H200)
     assert len(log) == 34
     ranges, faster_at_8192 = [], []
@@ -236,8 +232,7 @@ def test_the_narrow_split_on_the_h200():
     assert len(ranges) == 22 and sum(faster_at_8192) == 5 and len(faster_at_8192) == 6
     assert (min(r[0] for r in ranges), max(r[0] for r in ranges)) == (0.63, 0.88)
     assert (min(r[1] for r in ranges), max(r[1] for r in ranges)) == (0.72, 1.08)
-    nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
-    prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+    prose = notebook_runs.prose("02b_gemm_in_depth.ipynb")
     assert "on the H200 0.63–0.88× and 0.72–1.08× (`docs/measurements/2026-12-06/small_m_narrow_n.log`)" in prose
     below = sum(r[1] < 0.90 for r in ranges)
     assert f"the split still below 0.90× at {below} of those {len(ranges)} shapes" in prose
@@ -268,8 +263,6 @@ def test_the_op_on_the_gpu_at_the_narrow_split(M, N, K, dtype):
 def test_02b_quotes_the_last_row_logs():
     """The figures 02b's "last row of tiles" reads out of the two H200 logs are the logs', and
     the rule's threshold is where those logs put it."""
-    import json
-
     from tilelang_tutorial.results import REPO_ROOT
 
     night = REPO_ROOT / "docs/measurements/2026-12-01/night"
@@ -315,9 +308,7 @@ def test_02b_quotes_the_last_row_logs():
     assert (min(float(f[7]) for f in four), max(float(f[7]) for f in four)) == (19.1, 19.8)
     assert [float(short[("3x6112x7728", "bflo")][i]) for i in (4, 5, 7)] == [40.5, 51.1, 36.4]
 
-    nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
-    prose = " ".join(" ".join(c["source"]).replace("\n", " ") for c in nb["cells"] if c["cell_type"] == "markdown")
-    prose = " ".join(prose.split())
+    prose = notebook_runs.prose("02b_gemm_in_depth.ipynb")
     for quoted in ("took 28.1 µs at `M = 65`", "22.5 µs at `M = 104`", "against torch's 19.9 and 20.1 µs",
                    "22.0 to 22.7 µs at every `M` from 65 to 128", "48.1 to 52.2 µs at every `M` from 65 to 128",
                    "took 70.0 µs at `M = 65` and 58.2 µs at `M = 93`", "torch 46.8 to 50.1 µs",
@@ -418,8 +409,7 @@ def test_02b_reads_the_recorded_last_row_figures():
     at_128 = [r for (M, *_), r in rows.items() if M == 128]
     drawn = [r for r in rows.values() if r["shape"]["set"] == "random"]
     slower = [gap(r) for r in drawn if gap(r) >= 0]
-    nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
-    prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+    prose = notebook_runs.prose("02b_gemm_in_depth.ipynb")
     assert f"at {faster} of these {len(rows)} shapes" in prose
     assert f"{us(a)} against {filled(a)} µs at 80 × 8192 × 8192" in prose
     assert f"{us(b)} against {filled(b)} µs at 80 × 2048 × 8192" in prose
@@ -437,7 +427,6 @@ def test_02b_reads_the_short_box_timed_as_a_kernel():
     """The sentence after the records' 14 x 5432 x 656 reads the log of the kernels timed alone:
     the short box and notebook 02's kernel (rows filled) at that shape and at K = 5248, and the
     short box the faster at every K of the log."""
-    import json
     import re
 
     from tilelang_tutorial.results import REPO_ROOT
@@ -447,8 +436,7 @@ def test_02b_reads_the_short_box_timed_as_a_kernel():
         r"^\s*(\d+) x 5432 x (\d+)\s+(\w+)\s+torch\s+[\d.]+ us \| rule \(.*?\)\s+([\d.]+) us ok \| filled\s+([\d.]+) us ok",
         log, re.M)}
     assert len(rows) == 10, rows
-    nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
-    prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+    prose = notebook_runs.prose("02b_gemm_in_depth.ipynb")
     s, f = rows[(14, 656, "float16")]
     assert f"short box was the faster there, {s:.2f} against {f:.2f} µs" in prose
     s, f = rows[(14, 5248, "float16")]
@@ -459,7 +447,6 @@ def test_02b_reads_the_short_box_timed_as_a_kernel():
 def test_02b_reads_the_stream_k_logs():
     """02b's sentences on stream-K read its two logs: at how many shapes it was slower than the rule,
     its range against torch, and how much slower it was with one whole tile per block."""
-    import json
     import re
 
     from tilelang_tutorial.results import REPO_ROOT
@@ -487,8 +474,7 @@ def test_02b_reads_the_stream_k_logs():
         v for k, v in rows.items() if k.startswith("rule"))[0] - 1
         for rows in one_tile.values() if any("128x256x64" in k for k in rows)]     # the same tile as the rule's
     assert len(extra) == 4
-    nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
-    prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+    prose = notebook_runs.prose("02b_gemm_in_depth.ipynb")
     assert f"slower than the rule's tiles at {slower} of {len(every)} shapes past 128 rows" in prose
     assert f"{min(ratios):.2f}× to {max(ratios):.2f}× torch" in prose
     assert f"{100 * min(extra):.0f} to {100 * max(extra):.0f} % slower than notebook 02's kernel" in prose
@@ -498,7 +484,6 @@ def test_02b_reads_the_wave_fitted_tile_logs():
     """02b's sentences on the 256-row tiles read their logs: the op's time, torch's and the
     256 x 144 tile's at 1228 x 3504 x 5280, the blocks and waves of 128 x 128 tiles there, and the
     kernel (and its grid) cuBLAS ran; the rule now picks that tile for that shape."""
-    import json
     import math
     import re
 
@@ -512,8 +497,7 @@ def test_02b_reads_the_wave_fitted_tile_logs():
     tall = re.search(r"^   256x144x64\S+\s+125 tiles\s+[\d.]+ waves\s+([\d.]+) us\s+([\d.]+)x ok$", block, re.M)
     peer = (folder / "gemm_peer.log").read_text()
     cublas = re.search(r"^1228x3504x5280.*\n  torch: \('(nvjet_sm90_hsh_256x144)\w*', \[(\d+), (\d+), 1\]", peer, re.M)
-    nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
-    prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+    prose = notebook_runs.prose("02b_gemm_in_depth.ipynb")
     blocks = math.ceil(1228 / 128) * math.ceil(3504 / 128)
     assert f"128 × 128 tiles make {blocks} blocks, {blocks / rule.SM_COUNT:.2f} waves" in prose
     assert (f"the op took {head.group(2)} µs against torch's {head.group(1)} ({head.group(3)}×)") in prose
@@ -525,15 +509,13 @@ def test_02b_reads_the_wave_fitted_tile_logs():
 def test_02b_reads_the_split_probe_log():
     """02b's sentences on splitting K past 128 rows read gemm_splits.log (the rule's time and torch's,
     the fastest split's blocks and time), and the rule picks the split each sentence names."""
-    import json
     import re
 
     from tilelang_tutorial.lessons.gemm import rule
     from tilelang_tutorial.results import REPO_ROOT
 
     log = (REPO_ROOT / "docs/measurements/2026-12-02b/gemm_splits.log").read_text()
-    nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
-    prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+    prose = notebook_runs.prose("02b_gemm_in_depth.ipynb")
 
     def shape_block(shape):
         head = re.search(rf"^{shape} float16: torch ([\d.]+) us; rule \S+ ([\d.]+) us ([\d.]+)x ok$", log, re.M)
@@ -566,7 +548,6 @@ def test_02b_reads_the_swapped_kernel_logs():
     """02b's paragraph on swapping A and B reads swap_ab.log (the swapped kernel's time, the rule's and
     torch's at 275 x 7176 x 6528 and 356 x 7176 x 5272) and swap_model.py's fit (how many timings at
     how many shapes, how many the L2 term bounds)."""
-    import json
     import math
     import re
     import sys
@@ -592,8 +573,7 @@ def test_02b_reads_the_swapped_kernel_logs():
     rows = [r for r in swap_model.read_logs() if r["ok"]]
     p, _, n = swap_model.fit(rows)
     l2 = sum(swap_model.bound_by(r["M"], r["N"], r["K"], w, bn, p) == "l2" for r in rows for bn, w in r["swaps"])
-    nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
-    prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+    prose = notebook_runs.prose("02b_gemm_in_depth.ipynb")
     assert (f"that kernel took {swap_us} µs where the rule's took {rule_us} and torch {torch_us} "
             f"({swap_x}× against {rule_x}×)") in prose
     assert f"pad 275 rows to {math.ceil(275 / 128) * 128}, two tiles 144 wide cover {2 * 144}" in prose
@@ -768,8 +748,7 @@ def test_02b_reads_the_swapped_records_and_log():
     faster = [r for r in swapped if us(r) < un(r)]
     best = max(swapped, key=lambda r: un(r) / us(r))
     geo = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))          # noqa: E731
-    nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
-    prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+    prose = notebook_runs.prose("02b_gemm_in_depth.ipynb")
     s = best["shape"]
     assert (f"the rule took the swapped kernel at {len(swapped)} of the {len(drawn)} shapes drawn at random, and it "
             f"was faster than the rule's pick without the swap at {len(faster)} of them, by most at {s['M']} × "
@@ -803,8 +782,6 @@ def test_02b_reads_the_swapped_records_and_log():
 
 def test_02b_reads_the_swap_check_on_the_h200():
     """02b's sentence on the model reads its fit (timings, shapes) and the out-of-sample check."""
-    import json
-
     from tilelang_tutorial.results import REPO_ROOT
 
     folder = REPO_ROOT / "docs/measurements/2026-12-05c"
@@ -814,8 +791,7 @@ def test_02b_reads_the_swap_check_on_the_h200():
     check = (folder / "swap_rule_check_NVIDIA_H200.log").read_text()
     old = re.search(r"^the rule:\s+geomean ([\d.]+)x torch, min [\d.]+, below 0.80: (\d+), below 0.90: \d+ of (\d+)$", check, re.M)
     new = re.search(r"^rule or swapped: geomean ([\d.]+)x torch, min [\d.]+, below 0.80: (\d+),", check, re.M)
-    nb = json.loads((REPO_ROOT / "notebooks/02b_gemm_in_depth.ipynb").read_text())
-    prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+    prose = notebook_runs.prose("02b_gemm_in_depth.ipynb")
     assert f"Fitted on the H200 to {fit[1]} timings of the swapped kernel at {fit[2]} random shapes" in prose
     assert (f"asked on {old[3]} shapes drawn afresh, choosing the swapped tile wherever the model predicts it faster "
             f"than the rule's pick raised the op from {old[1]}× torch (geomean; {old[2]} shapes below 0.80×) to "
