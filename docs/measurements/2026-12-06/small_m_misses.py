@@ -14,6 +14,7 @@ What it does. At the fixed shapes above (and 80 x 2048 at K = 5120 and 6144, whe
 split's threshold lies), then ``COUNT`` shapes drawn afresh (M 65..128, N and K multiples of 64 in
 2048..8192, fp16 or bf16): torch, the rule's pick, and each candidate below, checked on a poisoned C
 against the fp32 reference and timed (do_bench median, L2 flushed), with its block count.
+The swapped kernel (M on wgmma's width, 64 or 128 rows of N per block) is timed beside them.
 Prediction (to test): at the two-box misses 128 x 128 tiles with K split 2 (114 and 108 blocks, half
 of A's re-reads) beat the pick by >= 15 %; at N = 2496, K = 2432 the 128 x 64 tile split 3 (117
 blocks) beats two rows of 64 x 32 tiles; at N = 2048 the split wins from K = 6144.
@@ -48,8 +49,12 @@ def draw(seed, count):
              rng.choice(("float16", "bfloat16"))) for _ in range(count)]
 
 
-def candidates(K):
-    return [c for c in CANDIDATES if c[2] == 1 or K // c[2] >= 512]
+def candidates(M, N, K):
+    """the fixed candidates (splits with slices of at least 512) and the swapped kernel (M on
+    wgmma's width, rounded up to 16) with 64- and 128-row tiles of N"""
+    width = 16 * math.ceil(M / 16)
+    return [c for c in CANDIDATES if c[2] == 1 or K // c[2] >= 512] + [
+        (f"swap{bn}x{width}", rule.swapped_config(bn, width), 1, "swapped") for bn in (64, 128)]
 
 
 def choice(name, cfg, split, last_rows):
@@ -66,7 +71,7 @@ if __name__ == "__main__":
         for s in shapes:
             c = rule.choose(*s, "sm_90a")
             print(s, c.label, rule._blocks(s[0], s[1], c.config, c.split), "|",
-                  " ".join(f"{n}:{rule._blocks(s[0], s[1], cfg, k)}" for n, cfg, k, _ in candidates(s[2])))
+                  " ".join(f"{n}:{rule._blocks(s[0], s[1], cfg, k)}" for n, cfg, k, _ in candidates(*s[:3])))
         sys.exit(0)
     import torch
     from tilelang_tutorial.lessons.gemm import bench
@@ -74,15 +79,20 @@ if __name__ == "__main__":
     t0 = time.time()
     picks = {s: rule.choose(*s) for s in shapes}
     jobs = dict(picks)
-    jobs.update({(i, N, K, dt): choice(*c) for i, c in enumerate(CANDIDATES) for (_, N, K, dt) in shapes
-                 if c in candidates(K)})
+    # keyed by the candidate's name (a clamped choice's contrast does not read M); the swapped ones by
+    # their real shape, one batch per width of N (their contrast is the rule's pick at that M)
+    jobs.update({(c[0], N, K, dt): choice(*c) for (M, N, K, dt) in shapes for c in candidates(M, N, K)
+                 if c[3] != "swapped"})
     bench.prebuild_rule(jobs)
+    for bn in (64, 128):
+        bench.prebuild_rule({(M, N, K, dt): choice(*c) for (M, N, K, dt) in shapes for c in candidates(M, N, K)
+                             if c[0].startswith(f"swap{bn}x")})
     print(f"{torch.cuda.get_device_name(0)}; compiled in {time.time() - t0:.0f} s", flush=True)
     for s in shapes:
         M, N, K, dt = s
         a, b, ref, out, tt = shape_inputs(M, N, K, dt)
         line = f"{M}x{N}x{K} {dt}: torch {tt * 1e3:.1f} us"
-        for n, c in [("pick " + picks[s].label.replace(" ", "_"), picks[s])] + [(c[0], choice(*c)) for c in candidates(K)]:
+        for n, c in [("pick " + picks[s].label.replace(" ", "_"), picks[s])] + [(c[0], choice(*c)) for c in candidates(M, N, K)]:
             ms, ok = checked_ms(bench.direct_call(c, N, K, dt, a, b, out), out, ref, dt)
             line += f"; {n} {rule._blocks(M, N, c.config, c.split)} blocks {ms * 1e3:.1f} us {tt / ms:.2f}x {ok}"
         print(line, flush=True)
