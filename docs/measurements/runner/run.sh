@@ -3,7 +3,7 @@
 #
 #   bash docs/measurements/runner/run.sh STEP...
 #
-# STEP: smi | tests | render | probe:DIR/SCRIPT[:ARGS] ; each step's log goes to $OUT, one line per
+# STEP: smi | tests | render | bench:SUITE[:ARGS] | probe:DIR/SCRIPT[:ARGS] ; each step's log goes to $OUT, one line per
 # step (its exit status and seconds) to $OUT/steps.log. Knobs: TEST_PATHS (default: the whole suite),
 # TEST_LIMIT (s, default 540), TEST_ARGS (more pytest arguments, split on spaces, e.g. '-m gpu'; an expression with spaces goes in PYTEST_ADDOPTS='-m "not gpu"'), RENDER_NAMES (default: every notebook), PROBE_LIMIT (s, default 300).
 set -u
@@ -32,6 +32,11 @@ for step in "$@"; do
     render)
       python3 -m tilelang_tutorial render ${RENDER_NAMES:-} > "$OUT/render.log" 2>&1
       tar cf "$OUT/rendered.tar" docs/rendered ;;
+    bench:*)
+      # a suite recorded: its log, and results/SUITE.json copied out (the run's record, to commit)
+      spec=${step#bench:}; suite=${spec%%:*}; args=""; [ "$suite" != "$spec" ] && args=${spec#*:}
+      python3 -m tilelang_tutorial bench "$suite" $args > "$OUT/bench_$suite.log" 2>&1
+      rc=$?; cp "results/$suite.json" "$OUT/" 2>/dev/null; (exit $rc) ;;
     probe:*)
       spec=${step#probe:}; script=${spec%%:*}; args=""; [ "$script" != "$spec" ] && args=${spec#*:}
       name=$(basename "$script" .py); [ -n "$args" ] && name="${name}_${args// /_}"    # one log per step
