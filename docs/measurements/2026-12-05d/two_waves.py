@@ -19,6 +19,7 @@ better than the rule's rates do at two or three waves.
     python3 two_waves.py [SEED|fresh] [COUNT]      # on the GPU
     python3 two_waves.py rates                     # on the GPU: every tile's rate as the rule's were measured
     python3 two_waves.py --shapes                  # anywhere: the shapes a seed draws and the rule's picks
+    python3 two_waves.py at MxNxK:dtype ...        # on the GPU: every tile at these shapes only
 """
 import math, random, sys, time
 
@@ -99,10 +100,14 @@ if __name__ == "__main__":
         rates()
         sys.exit(0)
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    seed = int(args[0]) if args and args[0] != "fresh" else random.SystemRandom().randrange(2 ** 31)
-    count = int(args[1]) if len(args) > 1 else 8
-    shapes = FIXED + draw(seed, count)
-    print(f"seed {seed}: {len(FIXED)} fixed shapes, {count} drawn where the waves pick fills <= 88 % of its waves")
+    if args[:1] == ["at"]:          # named shapes, e.g. 3092x3976x7496:bfloat16
+        shapes = [(*map(int, a.split(":")[0].split("x")), a.split(":")[1]) for a in args[1:]]
+        print(f"{len(shapes)} shapes named on the command line")
+    else:
+        seed = int(args[0]) if args and args[0] != "fresh" else random.SystemRandom().randrange(2 ** 31)
+        count = int(args[1]) if len(args) > 1 else 8
+        shapes = FIXED + draw(seed, count)
+        print(f"seed {seed}: {len(FIXED)} fixed shapes, {count} drawn where the waves pick fills <= 88 % of its waves")
     if "--shapes" in sys.argv:
         for s in shapes:
             c = rule.choose(*s, "sm_90a")
