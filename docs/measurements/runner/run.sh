@@ -3,7 +3,7 @@
 #
 #   bash docs/measurements/runner/run.sh STEP...
 #
-# STEP: smi | tests | render | bench:SUITE[:ARGS] | probe:DIR/SCRIPT[:ARGS] ; each step's log goes to $OUT, one line per
+# STEP: require:GPU | smi | tests | render | bench:SUITE[:ARGS] | probe:DIR/SCRIPT[:ARGS] ; each step's log goes to $OUT, one line per
 # step (its exit status and seconds) to $OUT/steps.log. Knobs: TEST_PATHS (default: the whole suite),
 # TEST_LIMIT (s, default 540), TEST_ARGS (more pytest arguments, split on spaces, e.g. '-m gpu'; an expression with spaces goes in PYTEST_ADDOPTS='-m "not gpu"'), RENDER_NAMES (default: every notebook), PROBE_LIMIT (s, default 300).
 set -u
@@ -23,6 +23,13 @@ fi
 for step in "$@"; do
   t0=$(date +%s)
   case "$step" in
+    require:*)
+      # a call that must run on one kind of card (a record of the H200's) stops here on another:
+      # the device tool may give an H100 for a call that names an H200
+      gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)
+      if [[ "$gpu" != *"${step#require:}"* ]]; then
+        echo "$step: this is $gpu; no step after this one ran" >> "$OUT/steps.log"; break
+      fi ;;
     smi) nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 ;;
     tests)
       # -v: every result is in the log as it happens, so a run stopped at its limit still names its
