@@ -43,7 +43,8 @@ for step in "$@"; do
       # a suite recorded: its log, and results/SUITE.json copied out (the run's record, to commit)
       spec=${step#bench:}; suite=${spec%%:*}; args=""; [ "$suite" != "$spec" ] && args=${spec#*:}
       python3 -m tilelang_tutorial bench "$suite" $args > "$OUT/bench_$suite.log" 2>&1
-      rc=$?; cp "results/$suite.json" "$OUT/" 2>/dev/null; (exit $rc) ;;
+      # only a run that finished wrote a new record: after a failure the file is the committed one
+      rc=$?; [ $rc -eq 0 ] && cp "results/$suite.json" "$OUT/" 2>/dev/null; (exit $rc) ;;
     probe:*)
       spec=${step#probe:}; script=${spec%%:*}; args=""; [ "$script" != "$spec" ] && args=${spec#*:}
       name=$(basename "$script" .py); [ -n "$args" ] && name="${name}_${args// /_}"    # one log per step
