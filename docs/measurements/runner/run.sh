@@ -48,6 +48,7 @@ for step in "$@"; do
     probe:*)
       spec=${step#probe:}; script=${spec%%:*}; args=""; [ "$script" != "$spec" ] && args=${spec#*:}
       name=$(basename "$script" .py); [ -n "$args" ] && name="${name}_${args// /_}"    # one log per step
+      name=${name//:/_}         # the device tool does not bring back a file whose name holds a colon
       (cd "$(dirname "$script")" && timeout -s INT "${PROBE_LIMIT:-300}" python3 "$(basename "$script")" $args) \
         > "$OUT/$name.log" 2>&1 ;;
     *) echo "unknown step $step" >> "$OUT/steps.log"; continue ;;
