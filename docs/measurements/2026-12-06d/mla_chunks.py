@@ -7,6 +7,20 @@ makes, each switchable, to test what limits the seesaw below 620 TFLOP/s (issue 
 * ``local_p``: the scoring warpgroup's own ``P V`` takes P from registers (fp16 fragment, wgmma's
   register-A form) instead of reading back the copy it wrote to shared memory for the other one.
 
+Two more switches, after the diagnostic below showed the loads' waits cost up to a fifth:
+
+* ``early_release``: warpgroup 1 waits for its ``P0 V0_r`` before its own softmax and frees the even
+  block's right half (KV_r, and P0 in K_pe) then, not after that softmax: the next even block's
+  right half starts loading one softmax earlier; the softmax no longer overlaps that product;
+* ``eviction``: the KV loads' L2 policy (``evict_first`` / ``evict_last``; the two CTAs of a
+  sequence read the same pages).
+
+And one diagnostic, whose output is WRONG by design (never checked, only timed):
+
+* ``skip_loads``: the stages (0: even blocks, 1: odd blocks) whose KV is loaded only in the first
+  pair; later pairs compute on what the stage holds, with the barriers passed as if it had landed.
+  It bounds what freeing that stage earlier could gain: the time with that load's wait gone.
+
 The 2026-12-01 profile: tensor pipe 69 % busy, DRAM 52 %, 0.35 eligible warps per scheduler; with
 every page L2-resident the same kernel ran 647-670 TFLOP/s against 571 (the KV stream).
 """
@@ -25,7 +39,8 @@ REGS_CONSUMER, REGS_SEESAW_PRODUCER = 232, 40   # (ws.py has its own REGS_PRODUC
 
 def mla_decode_seesaw_program(h_q: int, dtype: str = "float16", *, split: bool = False,
                               softmax_scale: float | None = None, chunks: bool = False,
-                              local_p: bool = False):
+                              local_p: bool = False, skip_loads: tuple = (), early_release: bool = False,
+                              eviction: str | None = None):
     """The seesaw MLA decode ``T.prim_func``; same arguments as
     :func:`.auto.mla_decode_program` (see there), one tile configuration."""
     import tilelang  # noqa: F401  (sets up TileLang's TVM before the language module)
@@ -134,11 +149,17 @@ def mla_decode_seesaw_program(h_q: int, dtype: str = "float16", *, split: bool =
                     T.barrier_wait(p_full[0], par)
                     take_max(m_i, m_prev, alpha, l_i, acc_o, M_shared, flag, 0)
                     T.wgmma_gemm(K_pe_s[0, :, :], KV_mine[0, :, :], acc_o)    # O_r += P0 V0_r
-                    T.wait_wgmma(1)                                           # S is ready
-                    softmax(acc_s, m_i, m_prev, alpha, l_i, row_sum, K_pe_s, M_shared, p_full, 1,
-                            (blk_begin + 2 * jp + 1) * BLOCK_N, seqlen, p_local)
-                    T.wait_wgmma(0)
-                    T.barrier_arrive(empty_r[0])
+                    if early_release:
+                        T.wait_wgmma(0)                                       # S and P0 V0_r done
+                        T.barrier_arrive(empty_r[0])
+                        softmax(acc_s, m_i, m_prev, alpha, l_i, row_sum, K_pe_s, M_shared, p_full, 1,
+                                (blk_begin + 2 * jp + 1) * BLOCK_N, seqlen, p_local)
+                    else:
+                        T.wait_wgmma(1)                                       # S is ready
+                        softmax(acc_s, m_i, m_prev, alpha, l_i, row_sum, K_pe_s, M_shared, p_full, 1,
+                                (blk_begin + 2 * jp + 1) * BLOCK_N, seqlen, p_local)
+                        T.wait_wgmma(0)
+                        T.barrier_arrive(empty_r[0])
                     rescale(acc_o, alpha, flag)
                     own_pv(acc_s, p_local, K_pe_s, KV_mine, acc_o, 1)        # O_r += P1 V1_r
                     T.barrier_arrive(empty_r[1])
@@ -254,13 +275,32 @@ def mla_decode_seesaw_program(h_q: int, dtype: str = "float16", *, split: bool =
                                 load_slice(KV[row0:row0 + BLOCK_N, 384:448], KV_r[t, :, 128:192], full_k, t, 6)
                                 load_slice(KV[row0:row0 + BLOCK_N, 448:512], KV_r[t, :, 192:256], full_k, t, 7)
                                 load_slice(K_pe[row0:row0 + BLOCK_N, :], K_pe_s[t, :, :], full_k, t, 8)
+                            elif skip_loads:
+                                skip_t = T.if_then_else(t == 0, int(0 in skip_loads), int(1 in skip_loads))
+                                if jp * skip_t == 0:
+                                    T.barrier_wait(empty_l[t], 1 - jp % 2)
+                                    T.tma_copy(KV[row0:row0 + BLOCK_N, 0:half], KV_l[t, :, :], barrier=full_l[t])
+                                    T.barrier_arrive(full_l[t])
+                                    T.barrier_wait(empty_r[t], 1 - jp % 2)
+                                    T.tma_copy(KV[row0:row0 + BLOCK_N, half:dv], KV_r[t, :, :], barrier=full_r[t])
+                                    T.tma_copy(K_pe[row0:row0 + BLOCK_N, :], K_pe_s[t, :, :], barrier=full_r[t])
+                                    T.barrier_arrive(full_r[t])
+                                else:
+                                    # diagnostic: the stage keeps what it holds, its barriers pass at once
+                                    T.barrier_wait(empty_l[t], 1 - jp % 2)
+                                    T.barrier_arrive(full_l[t])
+                                    T.barrier_wait(empty_r[t], 1 - jp % 2)
+                                    T.barrier_arrive(full_r[t])
                             else:
                                 T.barrier_wait(empty_l[t], 1 - jp % 2)     # first pass: no wait
-                                T.tma_copy(KV[row0:row0 + BLOCK_N, 0:half], KV_l[t, :, :], barrier=full_l[t])
+                                T.tma_copy(KV[row0:row0 + BLOCK_N, 0:half], KV_l[t, :, :], barrier=full_l[t],
+                                           eviction_policy=eviction)
                                 T.barrier_arrive(full_l[t])
                                 T.barrier_wait(empty_r[t], 1 - jp % 2)
-                                T.tma_copy(KV[row0:row0 + BLOCK_N, half:dv], KV_r[t, :, :], barrier=full_r[t])
-                                T.tma_copy(K_pe[row0:row0 + BLOCK_N, :], K_pe_s[t, :, :], barrier=full_r[t])
+                                T.tma_copy(KV[row0:row0 + BLOCK_N, half:dv], KV_r[t, :, :], barrier=full_r[t],
+                                           eviction_policy=eviction)
+                                T.tma_copy(K_pe[row0:row0 + BLOCK_N, :], K_pe_s[t, :, :], barrier=full_r[t],
+                                           eviction_policy=eviction)
                                 T.barrier_arrive(full_r[t])
 
     return decode_prim_func(attention, h_q=h_q, dtype=dtype, split=split, dims=dims)
