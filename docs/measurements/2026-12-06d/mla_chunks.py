@@ -17,8 +17,9 @@ Two more switches, after the diagnostic below showed the loads' waits cost up to
 
 And one diagnostic, whose output is WRONG by design (never checked, only timed):
 
-* ``skip_loads``: the stages (0: even blocks, 1: odd blocks) whose KV is loaded only in the first
-  pair; later pairs compute on what the stage holds, with the barriers passed as if it had landed.
+* ``skip_loads``: the stages (0: even blocks, 1: odd blocks), or halves of a stage ("0l", "0r",
+  "1l", "1r"; the right half with the rotary keys), whose KV is loaded only in the first pair;
+  later pairs compute on what the stage holds, with the barriers passed as if it had landed.
   It bounds what freeing that stage earlier could gain: the time with that load's wait gone.
 
 The 2026-12-01 profile: tensor pipe 69 % busy, DRAM 52 %, 0.35 eligible warps per scheduler; with
@@ -56,6 +57,10 @@ def mla_decode_seesaw_program(h_q: int, dtype: str = "float16", *, split: bool =
     batch, _, _, num_split = dims
 
     online_softmax, rescale, store_half, load_q = hand_scheduled_parts(h_q, split=split, scale=scale)
+    # the diagnostic: a stage's half is skipped after the first pair when its stage (0 / 1) or the
+    # half ("0l", "0r", "1l", "1r"; "r" with the rotary keys) is listed
+    skip_0l, skip_0r, skip_1l, skip_1r = (int(st in skip_loads or f"{st}{part}" in skip_loads)
+                                          for st, part in ((0, "l"), (0, "r"), (1, "l"), (1, "r")))
     split_range = split_range_macro(num_split, BLOCK_N)
 
     @T.macro
@@ -276,21 +281,17 @@ def mla_decode_seesaw_program(h_q: int, dtype: str = "float16", *, split: bool =
                                 load_slice(KV[row0:row0 + BLOCK_N, 448:512], KV_r[t, :, 192:256], full_k, t, 7)
                                 load_slice(K_pe[row0:row0 + BLOCK_N, :], K_pe_s[t, :, :], full_k, t, 8)
                             elif skip_loads:
-                                skip_t = T.if_then_else(t == 0, int(0 in skip_loads), int(1 in skip_loads))
-                                if jp * skip_t == 0:
-                                    T.barrier_wait(empty_l[t], 1 - jp % 2)
+                                skip_l = T.if_then_else(t == 0, skip_0l, skip_1l)
+                                skip_r = T.if_then_else(t == 0, skip_0r, skip_1r)
+                                T.barrier_wait(empty_l[t], 1 - jp % 2)
+                                if jp * skip_l == 0:
                                     T.tma_copy(KV[row0:row0 + BLOCK_N, 0:half], KV_l[t, :, :], barrier=full_l[t])
-                                    T.barrier_arrive(full_l[t])
-                                    T.barrier_wait(empty_r[t], 1 - jp % 2)
+                                T.barrier_arrive(full_l[t])
+                                T.barrier_wait(empty_r[t], 1 - jp % 2)
+                                if jp * skip_r == 0:
                                     T.tma_copy(KV[row0:row0 + BLOCK_N, half:dv], KV_r[t, :, :], barrier=full_r[t])
                                     T.tma_copy(K_pe[row0:row0 + BLOCK_N, :], K_pe_s[t, :, :], barrier=full_r[t])
-                                    T.barrier_arrive(full_r[t])
-                                else:
-                                    # diagnostic: the stage keeps what it holds, its barriers pass at once
-                                    T.barrier_wait(empty_l[t], 1 - jp % 2)
-                                    T.barrier_arrive(full_l[t])
-                                    T.barrier_wait(empty_r[t], 1 - jp % 2)
-                                    T.barrier_arrive(full_r[t])
+                                T.barrier_arrive(full_r[t])
                             else:
                                 T.barrier_wait(empty_l[t], 1 - jp % 2)     # first pass: no wait
                                 T.tma_copy(KV[row0:row0 + BLOCK_N, 0:half], KV_l[t, :, :], barrier=full_l[t],

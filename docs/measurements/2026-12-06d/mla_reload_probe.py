@@ -8,8 +8,8 @@ timed in three interleaved rounds (the variants' order rotated each round): do_b
 the L2 flushed before each call, checked by CUDA events around a loop of (flush, call) minus the
 flushes (timing.measure_or_note). Printed: TFLOP/s per round, then the median over rounds.
 
-    python3 mla_reload_probe.py [--release]            # on a GPU
-    python3 mla_reload_probe.py [--release] --compile  # here: build every kernel (fills the kernel cache)
+    python3 mla_reload_probe.py [--release | --halves]            # on a GPU
+    python3 mla_reload_probe.py [--release | --halves] --compile  # here: build every kernel
 """
 import os, random, statistics, sys, time
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -37,12 +37,19 @@ if RELEASE:
                 "ev_last": factory("ev_last", eviction="evict_last"),
                 "early+last": factory("early_last", early_release=True, eviction="evict_last")}
     DIAGNOSTIC = set()
+elif "--halves" in sys.argv or os.environ.get("MLA_PROBE_HALVES") == "1":   # the third: which half
+    os.environ["MLA_PROBE_HALVES"] = "1"
+    VARIANTS = {"package": None, **{f"{part} kept": factory(f"skip{part}", skip_loads=(part,))
+                                    for part in ("0l", "0r", "1l", "1r")}}
+    DIAGNOSTIC = {name for name in VARIANTS if name != "package"}
+    POINTS_KEPT = 2
 else:
     VARIANTS = {"package": None, "odd kept": factory("skip1", skip_loads=(1,)),
                 "even kept": factory("skip0", skip_loads=(0,)), "both kept": factory("skip01", skip_loads=(0, 1))}
     DIAGNOSTIC = {"odd kept", "even kept", "both kept"}
 POINTS = [("b64 kv 8192", 64, 8192, False), ("b128 kv 4096", 128, 4096, False),
           ("b64 kv 16384", 64, 16384, False)]
+POINTS = POINTS[:globals().get("POINTS_KEPT", len(POINTS))]
 
 
 def _build(job):
