@@ -3,7 +3,7 @@
 #
 #   bash docs/measurements/runner/run.sh STEP...
 #
-# STEP: require:GPU | smi | tests | render | bench:SUITE[:ARGS] | probe:DIR/SCRIPT[:ARGS] ; each step's log goes to $OUT, one line per
+# STEP: require:GPU | smi | next-rule | tests | render | bench:SUITE[:ARGS] | probe:DIR/SCRIPT[:ARGS] ; each step's log goes to $OUT, one line per
 # step (its exit status and seconds) to $OUT/steps.log. Knobs: TEST_PATHS (default: the whole suite),
 # TEST_LIMIT (s, default 540), TEST_ARGS (more pytest arguments, split on spaces, e.g. '-m gpu'; an expression with spaces goes in PYTEST_ADDOPTS='-m "not gpu"'), RENDER_NAMES (default: every notebook), PROBE_LIMIT (s, default 300).
 set -u
@@ -31,6 +31,11 @@ for step in "$@"; do
         echo "$step: this is $gpu; no step after this one ran" >> "$OUT/steps.log"; break
       fi ;;
     smi) nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 ;;
+    next-rule)
+      # the GEMM rule's pending changes (rule.NEXT_RULE) on in this copy, for the steps after it: the
+      # gemm_rule record that turns them on in the repository is made with them
+      sed -i 's/^NEXT_RULE = False$/NEXT_RULE = True/' tilelang_tutorial/lessons/gemm/rule.py
+      grep -q '^NEXT_RULE = True$' tilelang_tutorial/lessons/gemm/rule.py ;;
     tests)
       # -v: every result is in the log as it happens, so a run stopped at its limit still names its
       # failures; SIGINT first, so pytest prints its summary before it stops

@@ -292,6 +292,9 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16", swap: bool =
         return dataclasses.replace(choice, last_rows="short", a_rows=rows,
                                    why=f"{choice.why}; A's boxes {rows} rows tall, not 64")
     if M <= 128:
+        pending = _next_rule_65_128(M, N, K, tiles, swap) if NEXT_RULE else None
+        if pending is not None:
+            return pending
         if math.ceil(N / 64) >= 100:
             return _pick("m128n64k64s6", tiles["m128n64k64s6"], 1, M, N,
                          "128 x 64 tiles, A in two 64-row boxes that end by row M", "two boxes")
@@ -332,6 +335,72 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16", swap: bool =
 
 #: past 128 rows, a waves pick with fewer blocks than this leaves SMs idle for the whole of a long K
 FEW_BLOCKS = 100
+
+# ------------------------------------------------------------------------------------------------
+# The next rule: three changes measured on H100s only, off until an H200 records gemm_rule with them
+# ------------------------------------------------------------------------------------------------
+
+#: Off: ``choose`` is the rule that ``results/gemm_rule.json`` recorded on the H200 (a test holds
+#: every record to today's rule, and 02b reads those records). On: three changes, each measured on
+#: H100s against the pick it replaces, every kernel checked on a poisoned C (``docs/performance-log.md``,
+#: 2026-12-06, second and third sessions; the logs in ``docs/measurements/2026-12-06b`` and ``-06c``):
+#:
+#: * 65-128 rows and 2432 < N <= 8448: the swapped kernel on 64 rows of N per block, M rounded up to
+#:   16 on ``wgmma``'s width (39-132 blocks, one wave) -- faster than the pick at all 11 such shapes
+#:   of the probe, 1.03-1.36x (73 x 7344 x 3512 bf16: 33.8 against 42.9 us), and at 12 of 12 drawn
+#:   afresh; at N = 2048-2112 (32-33 blocks) it was the slower at 3 of 4 (:func:`_next_rule_65_128`);
+#: * 65-128 rows, N <= 2112 and K >= :data:`LONG_K`: 128 x 64 tiles with K split as far as one wave
+#:   holds where that makes at least :data:`FEW_BLOCKS` blocks (80 x 2048 x 8192: 27.5 against 28.5 us
+#:   for two rows of 64 x 32; on the H200 faster at 5 of 6 such shapes, ``docs/measurements/2026-12-06/
+#:   small_m_narrow_n.log``);
+#: * a swapped tile on 64 rows of N with at most half a wave of blocks over K >= :data:`SPLIT_MIN_K`:
+#:   K split as far as one wave holds (:func:`split_few_swapped`; the partial kernel
+#:   :func:`.last_rows.swapped_partial_program`) -- faster than the unsplit tile at all 5 such shapes
+#:   timed beside it, 1.04-1.50x (130 x 696 x 8168 bf16: 20.2 against 30.4 us).
+#:
+#: Turned on in the same commit as an H200 ``gemm_rule`` record made with it (the runner's step
+#: ``next-rule`` turns it on in the device's copy).
+NEXT_RULE = False
+#: 65-128 rows: the swapped kernel where N lies in this range (N / 64 blocks: 39 to 132)
+SWAP_ROWS_65_128_N = (2432, 8448)
+#: 65-128 rows: a K this long is split on 128 x 64 tiles even where two rows of 64 x 32 make one wave
+LONG_K = 8192
+
+
+def _next_rule_65_128(M, N, K, tiles, swap=True):
+    """The next rule's pick at 64 < M <= 128 (:data:`NEXT_RULE`), or None where it keeps today's
+    (``swap`` False: never the swapped kernel, the pick a swapped record is timed beside)."""
+    if swap and SWAP_ROWS_65_128_N[0] < N <= SWAP_ROWS_65_128_N[1]:
+        width = math.ceil(M / 16) * 16
+        config = swapped_config(64, width)
+        choice = GemmChoice(f"swap64x{width}", config, 1, SWAP_MODEL.predict_us(M, N, K, width, 64),
+                            f"M = {M}: the swapped kernel (C^T = B^T A^T), M rounded up to {width} on wgmma's "
+                            f"width, 64 columns of N per block ({_blocks(M, N, config)} blocks)", last_rows="swapped")
+        return split_few_swapped(choice, M, N, K)
+    if K >= LONG_K and N <= 2112:
+        _, tile, split = _most_blocks_in_one_wave(M, N, K, {"m128n64k64s6": tiles["m128n64k64s6"]})
+        if split > 1 and _blocks(M, N, tile, split) >= FEW_BLOCKS:
+            return _pick("m128n64k64s6", tile, split, M, N,
+                         f"128 x 64 tiles with K split {split} (K = {K}: long enough that the split's "
+                         "reduction costs less than two rows of 64 x 32 tiles walking all of K)")
+    return None
+
+
+def split_few_swapped(choice: GemmChoice, M, N, K) -> GemmChoice:
+    """A swapped tile on 64 rows of N with at most half a wave of blocks over a long K: K split as
+    far as one wave holds (slices of at least :data:`SPLIT_MIN_SLICE`); ``choice`` otherwise. Only
+    under :data:`NEXT_RULE`."""
+    blocks = _blocks(M, N, choice.config)
+    if (not NEXT_RULE or choice.last_rows != "swapped" or choice.config.block_N != 64
+            or blocks > SM_COUNT // 2 or K < SPLIT_MIN_K):
+        return choice
+    split = max(s for s in FEW_BLOCK_SPLITS if blocks * s <= SM_COUNT and (s == 1 or K // s >= SPLIT_MIN_SLICE))
+    if split == 1:
+        return choice
+    width = choice.config.block_M
+    return dataclasses.replace(
+        choice, split=split, predicted_us=SWAP_MODEL.predict_us(M, N, K, width, 64, split),
+        why=f"{choice.why}; only {blocks} blocks over K = {K}: K split {split} ({blocks * split} blocks, one wave)")
 #: the tiles a few-block shape may split K over (with the waves pick itself), and the splits tried
 FEW_BLOCK_TILES = ("m128n128k128t256", "narrow")
 FEW_BLOCK_SPLITS = (1, 2, 3, 4)
@@ -444,11 +513,12 @@ def swapped_or(choice: GemmChoice, M, N, K) -> GemmChoice:
     if t_swap >= t_pick:
         return choice
     config = swapped_config(block_N, width)
-    return GemmChoice(f"swap{block_N}x{width}", config, 1, t_swap,
+    return split_few_swapped(GemmChoice(f"swap{block_N}x{width}", config, 1, t_swap,
                       f"the swapped kernel (C^T = B^T A^T, M on wgmma's width): {_blocks(M, N, config)} "
                       f"blocks of {width} rows x {block_N} columns, {t_swap:.0f} us by the model against "
                       f"{t_pick:.0f} us for {choice.config.block_M} x {choice.config.block_N}"
-                      + (f" with K split {choice.split}" if choice.split > 1 else ""), last_rows="swapped")
+                      + (f" with K split {choice.split}" if choice.split > 1 else ""), last_rows="swapped"),
+                             M, N, K)
 
 
 def _one_row_choice(M, N, K, tiles):

@@ -811,3 +811,219 @@ def test_a_contrast_is_called_directly_and_right(split):
     out = checks.poisoned((M, N), torch.float16, DEVICE)
     bench.direct_call(choice, N, K, "float16", a, b, out)()
     checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=TOL, what=f"direct call, split {split}")
+
+
+# ------------------------------------------------------------------------------------------------
+# The next rule (rule.NEXT_RULE, off until an H200 records gemm_rule with it): the swapped kernel at
+# 65-128 rows, the long-K split, the swapped tile's K split over few blocks. Measured on H100s only;
+# these tests replay those probes' logs and run the new kernels.
+# ------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def next_rule(monkeypatch):
+    monkeypatch.setattr(rule, "NEXT_RULE", True)
+    gr.clear_plans()
+    yield
+    gr.clear_plans()
+
+
+def test_the_rule_of_today_is_what_the_h200_recorded():
+    """The pending changes are off: results/gemm_rule.json was recorded with the rule they change."""
+    assert rule.NEXT_RULE is False
+    assert rule.choose(73, 7344, 3512, "bfloat16", "sm_90a").last_rows == "two boxes"
+
+
+@pytest.mark.parametrize("M,N,K,dtype,label", [
+    (80, 2496, 2432, "float16", "80x64x64-s8-t128-FullRow-nosw-smemC (swapped)"),      # 39 blocks
+    (73, 7344, 3512, "bfloat16", "80x64x64-s8-t128-FullRow-nosw-smemC (swapped)"),     # 115 blocks
+    (128, 8448, 4096, "float16", "128x64x64-s8-t128-FullRow-nosw-smemC (swapped)"),    # 132 blocks
+    (100, 8512, 4096, "float16", "128x64x64-s6-t128-Square-nosw (two boxes)"),         # past one wave: today's
+    (116, 2112, 2880, "float16", "64x32x256-s4-t128-Square-nosw (clamped)"),           # 33 blocks: today's
+    (80, 2048, 8192, "float16", "128x64x64-s6-t128-Square-nosw/k4"),                   # the long-K split
+    (80, 2048, 6144, "float16", "64x32x256-s4-t128-Square-nosw (clamped)"),            # K too short for it
+    (80, 1024, 8192, "float16", "64x32x256-s4-t128-Square-nosw (clamped)"),            # 64 blocks split 4: too few
+    (87, 4192, 4376, "float16", "96x64x64-s8-t128-FullRow-nosw-smemC/k2 (swapped)"),   # 66 blocks, K split 2
+    (65, 2864, 7456, "bfloat16", "80x64x64-s8-t128-FullRow-nosw-smemC/k2 (swapped)"),  # 45 blocks: 3 would be 135
+    (130, 696, 8168, "bfloat16", "48x64x64-s8-t128-FullRow-nosw-smemC/k4 (swapped)"),  # past 128 rows, 33 blocks
+    (79, 3432, 3904, "bfloat16", "80x64x64-s8-t128-FullRow-nosw-smemC (swapped)"),     # K < 4096: no split
+    (146, 4056, 6648, "float16", "80x128x64-s8-t256-FullRow-nosw-smemC (swapped)"),    # 128 rows of N: no split
+])
+def test_the_next_rule_picks(next_rule, M, N, K, dtype, label):
+    choice = rule.choose(M, N, K, dtype, "sm_90a")
+    assert choice.label == label, choice
+    if choice.last_rows == "swapped":
+        assert choice.predicted_us > 0 and "swapped kernel" in choice.why
+        assert rule._blocks(M, N, choice.config, choice.split) <= rule.SM_COUNT
+    if choice.split > 1 and choice.last_rows == "swapped":
+        assert f"K split {choice.split}" in choice.why
+        assert choice.as_dict()["split"] == choice.split and choice.as_dict()["last_rows"] == "swapped"
+    # the contrast a swapped record is timed beside never swaps
+    assert rule.measured_choice(M, N, K, dtype, swap=False).last_rows != "swapped"
+
+
+def _probe_log(path):
+    """{(M, N, K, dtype): {candidate: (us, the pick's label or None)}} of a small-M or swap-split probe log"""
+    from tilelang_tutorial.results import REPO_ROOT
+
+    out = {}
+    for line in (REPO_ROOT / path).read_text().splitlines():
+        if not line[:1].isdigit() or ": torch" not in line:
+            continue
+        head, *parts = line.split("; ")
+        (M, N, K), dt = map(int, head.split()[0].split("x")), head.split()[1].rstrip(":")
+        times = {}
+        for part in parts:
+            f = part.split()
+            assert f[-1] == "ok", line                     # every kernel checked on a poisoned C
+            us = float(f[-4])
+            if f[0] == "pick":
+                times["pick"] = (us, f[1].replace("_", " "))
+            else:
+                times[f[0] if f[0] != "unswapped" else "unswapped"] = (us, None)
+        out[(M, N, K, dt)] = times
+    return out
+
+
+def _todays_candidate(M, N, K, dt):
+    """today's pick at 65-128 rows as the small-M probes name their candidates"""
+    c = rule.choose(M, N, K, dt, "sm_90a")
+    if c.split > 1:
+        return f"{c.name}/k{c.split}"
+    return f"{c.name}-{c.last_rows.replace(' ', '-')}"
+
+
+def test_the_next_rules_swap_at_65_to_128_rows_replays_its_probe(next_rule):
+    """small_m_misses_fresh_6_h100.log (H100): wherever the next rule swaps, the swapped kernel (unsplit) was
+    faster than today's pick, 11 shapes; where it splits a long K on 128 x 64 tiles, faster than two rows of 64 x 32."""
+    log = _probe_log("docs/measurements/2026-12-06b/small_m_misses_fresh_6_h100.log")
+    assert len(log) == 15
+    swapped, gains = 0, []
+    for (M, N, K, dt), times in log.items():
+        choice = rule.choose(M, N, K, dt, "sm_90a")
+        rule.NEXT_RULE = False
+        today, today_label = _todays_candidate(M, N, K, dt), rule.choose(M, N, K, dt, "sm_90a").label
+        rule.NEXT_RULE = True
+        # today's pick as the probe timed it ("pick": the probe's rule, where that was today's)
+        today_us = times["pick"][0] if times["pick"][1] == today_label else times[today][0]
+        if choice.last_rows == "swapped":
+            swap = times[f"swap64x{choice.config.block_M}"][0]
+            assert swap < today_us, (M, N, K, dt, today, times)
+            swapped += 1
+            gains.append(today_us / swap)
+        elif choice.split > 1 and N <= 2112:
+            assert times[f"m128n64k64s6/k{choice.split}"][0] < times["m64n32k256s4-clamped"][0]
+        else:
+            assert N <= 2432, (M, N, K, dt, choice)
+    assert swapped == 11 and (round(min(gains), 2), round(max(gains), 2)) == (1.03, 1.36)
+
+
+def test_the_next_rule_is_the_rule_its_probes_ran(next_rule):
+    """The pick printed by the probes that ran the changes (their branch, lost since; this is its
+    reconstruction) is the next rule's pick at every shape: 4ae378b (the swap and the long-K split, before
+    the swapped split) and e7abb5b (all three). Where the swapped tile is split, it beat its unsplit form."""
+    before_split = _probe_log("docs/measurements/2026-12-06b/small_m_misses_fresh_6_h100_b.log")
+    for (M, N, K, dt), times in before_split.items():
+        choice = rule.choose(M, N, K, dt, "sm_90a")
+        if choice.last_rows == "swapped" and choice.split > 1:
+            choice = dataclasses.replace(choice, split=1)
+        assert choice.label == times["pick"][1], (M, N, K, dt, choice.label, times["pick"])
+    full = _probe_log("docs/measurements/2026-12-06c/swap_split_fresh_8_h100_c.log")
+    assert len(full) == 14
+    split = []
+    for (M, N, K, dt), times in full.items():
+        choice = rule.choose(M, N, K, dt, "sm_90a")
+        assert choice.label == times["pick"][1], (M, N, K, dt, choice.label, times["pick"])
+        if choice.split > 1:
+            unsplit = times[f"{choice.name}/k1"][0]
+            split.append(unsplit / times["pick"][0])
+    assert len(split) == 5 and min(split) > 1.0
+    assert (round(min(split), 2), round(max(split), 2)) == (1.04, 1.50)
+
+
+def test_the_next_rules_long_k_split_on_the_h200(next_rule):
+    """small_m_narrow_n.log (the H200): at N = 2048, K = 8192 the next rule splits K 4 ways on 128 x 64
+    tiles, faster than two rows of 64 x 32 at 5 of those 6 shapes."""
+    log = _narrow_log(path=NARROW_LOG_H200)
+    faster = []
+    for (M, N, K, dt), times in log.items():
+        choice = rule.choose(M, N, K, dt, "sm_90a")
+        if N <= 2112 and K >= rule.LONG_K:
+            assert choice.label == "128x64x64-s6-t128-Square-nosw/k4", choice
+            faster.append(times["m128n64k64s6/k4"] < times["m64n32k256s4-clamped"])
+    assert len(faster) == 6 and sum(faster) == 5
+
+
+# the swapped split's partial kernel: M under one tile and ragged past it, N leaving a partial column
+# tile, K a partial step and a last slice shorter than the others (K = 200: 4 steps of 64, split 3 -> 2, 2, 0)
+SWAPPED_SPLIT_CASES = [(5, 200, 200, 64, 32, 3), (130, 200, 200, 64, 48, 2), (77, 264, 1000, 64, 80, 4),
+                       (37, 264, 200, 128, 144, 2), (260, 200, 392, 64, 256, 3)]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("M,N,K,block_N,width,split", SWAPPED_SPLIT_CASES, ids=lambda v: str(v))
+def test_the_swapped_split_writes_every_element_right(M, N, K, block_N, width, split, dtype):
+    from tilelang_tutorial.lessons.gemm import split_k
+
+    tdt = getattr(torch, dtype)
+    a = checks.random_tensor((M, K), tdt, DEVICE)
+    b = checks.random_tensor((K, N), tdt, DEVICE)
+    out = checks.poisoned((M, N), tdt, DEVICE)
+    partial, reduce = split_k.build_split_k(N, K, split, rule.swapped_config(block_N, width), dtype,
+                                            partial_program=last_rows.partial_for("swapped"))
+    workspace = torch.full((split, M, N), float("nan"), dtype=torch.float32, device=DEVICE)
+    runtime.run(partial, a, b, workspace)
+    assert not torch.isnan(workspace).any(), "a slice of the partial never written"
+    runtime.run(reduce, workspace, out)
+    checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dtype],
+                        what=f"swapped split {M}x{N}x{K} /k{split}")
+
+
+def test_the_swapped_partial_is_the_swap_and_stores_fp32():
+    from tilelang_tutorial.lessons.gemm import split_k
+
+    partial, _ = split_k.build_split_k(696, 8168, 4, rule.swapped_config(64, 48), "bfloat16", arch="sm_90a",
+                                       partial_program=last_rows.partial_for("swapped"))
+    src = partial.get_kernel_source()
+    assert set(re.findall(r"wgmma_ss<[^>]*>", src)) == {
+        "wgmma_ss<tl::DataType::kBFloat16, tl::DataType::kBFloat16, tl::DataType::kFloat32, 64, 48, 16, true, false, 1, 1>"}
+    assert "tma_store(W_desc" in src
+    record = {"suite": "gemm_rule", "kernel": "gemm_relu", "shape": {"M": 130, "N": 696, "K": 8168}, "dtype": "bfloat16",
+              "config": dict(candidate="swap64x48", split=4, **rule.swapped_config(64, 48).as_dict(),
+                             last_rows="swapped", variant="rule")}
+    assert gemm.programs_of(record)[0].attrs["global_symbol"] == "gemm_partial_swapped"
+
+
+@pytest.mark.parametrize("M,N,K", [(77, 2504, 72), (77, 2504, 4096), (130, 696, 4104)])
+def test_the_op_through_the_next_rule(next_rule, M, N, K):
+    """the op builds what the next rule picks (the swap at 65-128 rows, alone and with K split; the
+    swapped split past 128 rows), into a poisoned C, fp32 reference; on the CPU in the emulator (the
+    long-K split runs the narrow split's kernels, checked above)"""
+    choice = rule.choose(M, N, K, "float16")
+    a = checks.random_tensor((M, K), torch.float16, DEVICE)
+    b = checks.random_tensor((K, N), torch.float16, DEVICE)
+    out = checks.poisoned((M, N), torch.float16, DEVICE)
+    gr.gemm_relu(a, b, out=out)
+    checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=TOL, what=f"{M}x{N}x{K} {choice.label}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("M,N,K", [(73, 7344, 3512), (80, 2496, 2432), (128, 8448, 4096), (87, 4192, 4376),
+                                   (65, 2864, 7456), (130, 696, 8168), (245, 1480, 4840), (80, 2048, 8192)])
+def test_the_op_on_the_gpu_through_the_next_rule(next_rule, M, N, K, dtype):
+    _the_op_on_the_gpu(M, N, K, dtype, ("swapped", "filled"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("width", [160, 256])
+def test_the_swapped_split_on_the_gpu_at_the_widest_tiles(width):
+    """the fp32 tile of 160 or 256 columns shares shared memory with the pipeline's stages"""
+    from tilelang_tutorial.lessons.gemm import split_k
+
+    M, N, K, split = width * 2 - 7, 1000, 4104, 2
+    a = checks.random_tensor((M, K), torch.float16, "cuda")
+    b = checks.random_tensor((K, N), torch.float16, "cuda")
+    out = checks.poisoned((M, N), torch.float16, "cuda")
+    split_k.gemm_relu_split_k(a, b, split, rule.swapped_config(64, width), out,
+                              partial_program=last_rows.partial_for("swapped"))
+    checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=TOL, what=f"swapped split, width {width}")
