@@ -279,6 +279,8 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16", swap: bool =
       within one wave (:func:`_few_blocks_split`). Then (unless ``swap`` is False: the pick the
       swap is weighed against) the swapped kernel, M on ``wgmma``'s width, where
       :data:`SWAP_MODEL` predicts it faster (:func:`swapped_or`; up to about 2048 rows).
+
+    :data:`NEXT_RULE` (off until an H200 records it) changes three of these; see there.
     """
     tiles = SMALL_M_TILES
     if M == 1 and N >= 4096:

@@ -550,3 +550,35 @@ def test_notebook_04_section_8_reads_the_recorded_grid():
     assert f"every other recorded point ({_span(others, '.2f')}×" in text
     assert [r["config"]["label"] for r in behind] == ["b1 no split"], "the prose names the only point behind FlashInfer"
     assert f"`b1 no split` ({behind[0]['ratio_to_reference']:.2f}×)" in text
+
+
+def test_the_seesaw_profile_reading_is_what_its_script_reads():
+    """docs/measurements/2026-12-06f: mla_ncu_regions.py, run on the committed Nsight Compute csv, prints
+    the committed log; the performance log's and the engineering log's shares are that log's."""
+    import subprocess
+    import sys
+
+    from tilelang_tutorial.results import REPO_ROOT
+
+    folder = REPO_ROOT / "docs/measurements/2026-12-06f"
+    out = subprocess.run([sys.executable, str(folder / "mla_ncu_regions.py")], capture_output=True, text=True,
+                         check=True).stdout
+    assert out == (folder / "mla_ncu_regions_h100.log").read_text()
+
+    def share(label, group):
+        block = out.split(group, 1)[1]
+        return float(re.search(re.escape(label) + r"\s+\d+\s+([\d.]+) %", block)[1])
+
+    w1, w0 = "warpgroup 1 (", "warpgroup 0 ("
+    odd = share("wait full_l[1]: the odd block's left half landed", w1)
+    even = round(sum(int(re.search(re.escape(x) + r".*?\s(\d+)\s+[\d.]+ %", out.split(w0, 1)[1])[1]) for x in
+                     ("wait full_l[0]", "wait full_r[0]")) / int(re.search(r"\(consumer B\): (\d+) samples", out)[1]) * 100, 1)
+    p1 = re.search(r"wait p_full\[1\].*the wait itself\s+([\d.]+) %", out)[1]
+    log = (REPO_ROOT / "docs/performance-log.md").read_text()
+    eng = (REPO_ROOT / "docs/mla-engineering-log.md").read_text()
+    assert f"| waits for the odd block's left half to land | **{odd} %** |" in log
+    assert f"| waits for the even block's halves | {even} % |" in log and f"barely waited for ({even} %)" in log
+    assert f"waits for warpgroup 1's P1 and max ({p1} % the wait itself)" in log
+    assert f"waits a third of its samples ({odd} %)" in eng and f"warpgroup 0 {p1} %" in eng
+    assert f"barely waited for ({even} %)" in eng
+    assert 30 < odd < 36 and 8 < float(p1) < 16      # "a third", and the table's reading
