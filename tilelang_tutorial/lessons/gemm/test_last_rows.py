@@ -156,24 +156,26 @@ NARROW_LOG = "docs/measurements/2026-12-05d/small_m_narrow_n_h100.log"
 NARROW_LOG_H200 = "docs/measurements/2026-12-06/small_m_narrow_n.log"     # the same probe on the H200
 
 
-def _narrow_log(field=-4, path=NARROW_LOG):
-    """{(M, N, K, dtype): {candidate: us}} from the probe (field=-2: x torch); 'pick ...' is the
-    rule's pick of then"""
+def _probe_lines(path):
+    """``((M, N, K, dtype), [fields of each candidate])`` for each shape's line of a probe log
+    ("MxNxK dtype: torch ... us; name ... blocks T us Rx ok; ...")"""
     from tilelang_tutorial.results import REPO_ROOT
 
-    out = {}
     for line in (REPO_ROOT / path).read_text().splitlines():
         if not line[:1].isdigit() or ": torch" not in line:
             continue
         head, *parts = line.split("; ")
         (M, N, K), dt = map(int, head.split()[0].split("x")), head.split()[1].rstrip(":")
-        times = {}
-        for part in parts:
-            f = part.split()
-            assert f[-1] == "ok", line                     # every kernel checked on a poisoned C
-            times[f[1] if f[0] == "pick" else f[0]] = float(f[field].rstrip("x"))
-        out[(M, N, K, dt)] = times
-    return out
+        fields = [part.split() for part in parts]
+        assert all(f[-1] == "ok" for f in fields), line       # every kernel checked on a poisoned C
+        yield (M, N, K, dt), fields
+
+
+def _narrow_log(field=-4, path=NARROW_LOG):
+    """{(M, N, K, dtype): {candidate: us}} from the probe (field=-2: x torch); 'pick ...' is the
+    rule's pick of then"""
+    return {shape: {f[1] if f[0] == "pick" else f[0]: float(f[field].rstrip("x")) for f in fields}
+            for shape, fields in _probe_lines(path)}
 
 
 def test_a_narrow_b_at_65_to_128_rows_splits_k_within_one_wave():
@@ -862,26 +864,10 @@ def test_the_next_rule_picks(next_rule, M, N, K, dtype, label):
 
 
 def _probe_log(path):
-    """{(M, N, K, dtype): {candidate: (us, the pick's label or None)}} of a small-M or swap-split probe log"""
-    from tilelang_tutorial.results import REPO_ROOT
-
-    out = {}
-    for line in (REPO_ROOT / path).read_text().splitlines():
-        if not line[:1].isdigit() or ": torch" not in line:
-            continue
-        head, *parts = line.split("; ")
-        (M, N, K), dt = map(int, head.split()[0].split("x")), head.split()[1].rstrip(":")
-        times = {}
-        for part in parts:
-            f = part.split()
-            assert f[-1] == "ok", line                     # every kernel checked on a poisoned C
-            us = float(f[-4])
-            if f[0] == "pick":
-                times["pick"] = (us, f[1].replace("_", " "))
-            else:
-                times[f[0] if f[0] != "unswapped" else "unswapped"] = (us, None)
-        out[(M, N, K, dt)] = times
-    return out
+    """{(M, N, K, dtype): {candidate: (us, the pick's label or None)}} of a small-M or swap-split
+    probe log ("pick": the rule's pick of then, with its label)"""
+    return {shape: {f[0]: (float(f[-4]), f[1].replace("_", " ") if f[0] == "pick" else None) for f in fields}
+            for shape, fields in _probe_lines(path)}
 
 
 def _todays_candidate(M, N, K, dt):
