@@ -41,6 +41,17 @@ def test_summary_is_the_static_fallback(kernel):
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_summary_says_when_ptxas_serialized_the_wgmma(kernel):
+    """notebook 02's 128 x 256 tile on one consumer warpgroup: ptxas, short of registers, waits after
+    every wgmma; the summary says so (and says nothing of it for a kernel without wgmma)"""
+    from tilelang_tutorial.lessons.gemm import kernel as gr
+
+    wide = gr.build_gemm_relu(4096, 4096, config=gr.SEED_CONFIG.replace(block_N=256), arch="sm_90a")
+    assert "wgmma serialized by ptxas (insufficient register resources for the wgmma pipeline)" in \
+        KernelInspector(wide).summary()
+    assert "serialized" not in KernelInspector(kernel).summary()
+
+
 def test_widget_has_the_tabs_and_a_chart(kernel):
     import ipywidgets as W
 

@@ -117,7 +117,7 @@ def dynamic_shared_bytes(kernel) -> list[str]:
 
 
 @functools.lru_cache(maxsize=64)
-def _ptxas_usage(ptx: str, arch: str) -> dict[str, dict[str, int]]:
+def _ptxas_usage(ptx: str, arch: str) -> dict[str, dict]:
     ptxas = shutil.which("ptxas") or (runtime.nvcc_path() or "").replace("nvcc", "ptxas")
     if not ptxas or not os.path.exists(ptxas):
         return {}
@@ -139,6 +139,11 @@ def _ptxas_usage(ptx: str, arch: str) -> dict[str, dict[str, int]]:
         m = re.search(r"Used (\d+) registers", line)
         if m and current is not None:
             current["registers"] = int(m.group(1))
+        # ptxas waits after every wgmma of a function it cannot pipeline (a C751x "Potential
+        # Performance Loss"): one line, naming the function and why
+        m = re.search(r"wgmma\.mma_async instructions are serialized due to (.*?)\s+in the function '(\w+)'", line)
+        if m:
+            usage.setdefault(m.group(2), {})["wgmma_serialized"] = re.sub(r"\s+", " ", m.group(1))
     return usage
 
 
@@ -158,8 +163,9 @@ def kernel_ptx(kernel) -> str:
             return f.read()
 
 
-def resource_usage(kernel) -> dict[str, dict[str, int]]:
-    """Registers per thread and spill bytes per kernel, from ``ptxas -v`` (no GPU needed).
+def resource_usage(kernel) -> dict[str, dict]:
+    """Registers per thread and spill bytes per kernel, from ``ptxas -v`` (no GPU needed); where
+    ptxas serialized the kernel's ``wgmma`` (a wait after each), ``wgmma_serialized``: its reason.
 
     Note: on Hopper, ``setmaxnreg`` re-balances registers between warpgroups at run time; ptxas
     reports the per-thread allocation the kernel is launched with.
@@ -259,7 +265,8 @@ class KernelInspector:
                      f"static shared {f['static_shared'] or 'none'}")
         for name, use in f["registers"].items():
             lines.append(f"{name}: {use.get('registers')} registers/thread, "
-                         f"spills {use.get('spill_stores', 0)} B stored / {use.get('spill_loads', 0)} B loaded")
+                         f"spills {use.get('spill_stores', 0)} B stored / {use.get('spill_loads', 0)} B loaded"
+                         + (f"; wgmma serialized by ptxas ({use['wgmma_serialized']})" if "wgmma_serialized" in use else ""))
         if self.params:
             lines.append("config " + ", ".join(f"{k}={v}" for k, v in self.params.items()))
         lines.append(self.latency.text())

@@ -156,6 +156,9 @@ def test_register_arithmetic_matches_ptxas():
         (usage[name],) = resource_usage(gr.build_gemm_relu(DEMO_N, DEMO_K, config=cfg, arch="sm_90a")).values()
     assert usage["seed"]["spill_stores"] == 0 and usage["tuned"]["spill_stores"] == 0, usage
     assert usage["wide, 128 threads"]["spill_stores"] > 0, usage
+    # and ptxas, short of registers, gives up pipelining its wgmma: a wait after each (C7511)
+    assert usage["wide, 128 threads"]["wgmma_serialized"] == "insufficient register resources for the wgmma pipeline"
+    assert "wgmma_serialized" not in usage["seed"] and "wgmma_serialized" not in usage["tuned"], usage
 
 
 def test_lower_trace_shows_the_passes_the_notebook_names():
