@@ -12,6 +12,9 @@ steps of the loop (the instructions executed once per block pair) begin at its b
 order ``seesaw.py`` issues them, and the script stops if the SASS does not have that order.
 
     python3 mla_ncu_regions.py      # prints the table (mla_ncu_regions_h100.log)
+    python3 mla_ncu_regions.py --waits mla_unserialized_source_sass_h100.csv.xz   # any kernel: each
+        # warpgroup's waits in the loop (every TRYWAIT with its spin BRA, every WARPGROUP.DEPBAR) in
+        # code order, with its share of that warpgroup's samples (mla_*_waits_h100.log)
 """
 import csv, io, lzma, os, re, sys
 
@@ -125,5 +128,28 @@ def main():
         print(f"  {'after the loop: the denominators, the output stores':70s} {s:6d} {100 * s / ctotal:5.1f} %")
 
 
+def waits(path):
+    """each warpgroup's region (cut at USETMAXREG as above) and its waits, in code order"""
+    sass = load(path)
+    total = sum(s for _, s, _ in sass)
+    cuts = [i for i, (src, _, _) in enumerate(sass) if src.startswith("USETMAXREG")]
+    print(f"{os.path.basename(path)}: {total} samples")
+    for a, b in zip(cuts, cuts[1:] + [len(sass)]):
+        code = sass[a:b]
+        own = sum(x[1] for x in code)
+        role = ("producer" if "DEALLOC" in code[0][0] else
+                "consumer with T.wait_wgmma(1)" if any(src.startswith("WARPGROUP.DEPBAR") and src.endswith("0x1") for src, _, _ in code)
+                else "consumer")
+        print(f"\n{role}: {own} samples ({100 * own / total:.1f} % of all); its waits, share of its samples:")
+        for i, (src, s, n) in enumerate(code):
+            if n and ("TRYWAIT" in src or src.startswith("WARPGROUP.DEPBAR")):
+                w = s + (code[i + 1][1] if "TRYWAIT" in src else 0)
+                if w:
+                    print(f"  {i + a:5d} x{n:<7d} {w:6d} {100 * w / own:5.1f} %  {src}")
+
+
 if __name__ == "__main__":
-    main()
+    if "--waits" in sys.argv:
+        waits(os.path.join(HERE, sys.argv[sys.argv.index("--waits") + 1]))
+    else:
+        main()
