@@ -349,8 +349,9 @@ FEW_BLOCKS = 100
 #:
 #: * 65-128 rows and 2432 < N <= 8448: the swapped kernel on 64 rows of N per block, M rounded up to
 #:   16 on ``wgmma``'s width (39-132 blocks, one wave) -- faster than the pick at all 11 such shapes
-#:   of the probe, 1.03-1.36x (73 x 7344 x 3512 bf16: 33.8 against 42.9 us), and at 12 of 12 drawn
-#:   afresh; at N = 2048-2112 (32-33 blocks) it was the slower at 3 of 4 (:func:`_next_rule_65_128`);
+#:   of the probe, 1.03-1.36x (73 x 7344 x 3512 bf16: 33.8 against 42.9 us), and in a second run
+#:   (6 shapes drawn afresh) at all 12 where it swapped; at N = 2048-2112 (32-33 blocks) it was the
+#:   slower at 3 of 4 (:func:`_next_rule_65_128`);
 #: * 65-128 rows, N <= 2112 and K >= :data:`LONG_K`: 128 x 64 tiles with K split as far as one wave
 #:   holds where that makes at least :data:`FEW_BLOCKS` blocks (80 x 2048 x 8192: 27.5 against 28.5 us
 #:   for two rows of 64 x 32; on the H200 faster at 5 of 6 such shapes, ``docs/measurements/2026-12-06/

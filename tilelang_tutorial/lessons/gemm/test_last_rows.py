@@ -908,11 +908,18 @@ def test_the_next_rule_is_the_rule_its_probes_ran(next_rule):
     reconstruction) is the next rule's pick at every shape: 4ae378b (the swap and the long-K split, before
     the swapped split) and e7abb5b (all three). Where the swapped tile is split, it beat its unsplit form."""
     before_split = _probe_log("docs/measurements/2026-12-06b/small_m_misses_fresh_6_h100_b.log")
+    swapped_faster = []
     for (M, N, K, dt), times in before_split.items():
         choice = rule.choose(M, N, K, dt, "sm_90a")
         if choice.last_rows == "swapped" and choice.split > 1:
             choice = dataclasses.replace(choice, split=1)
         assert choice.label == times["pick"][1], (M, N, K, dt, choice.label, times["pick"])
+        if choice.last_rows == "swapped":               # against today's pick, timed in the same run
+            rule.NEXT_RULE = False
+            today = _todays_candidate(M, N, K, dt)
+            rule.NEXT_RULE = True
+            swapped_faster.append(times["pick"][0] < times[today][0])
+    assert len(before_split) == 15 and len(swapped_faster) == 12 and all(swapped_faster)
     full = _probe_log("docs/measurements/2026-12-06c/swap_split_fresh_8_h100_c.log")
     assert len(full) == 14
     split = []
