@@ -102,15 +102,15 @@ def programs(N, K, split, config: GemmConfig, dtype: str, partial_program=None):
             splitk_reduce_relu_program(N, split, out_dtype=dtype)]
 
 
-def gemm_relu_split_k(a, b, split: int, config: GemmConfig, out, partial_program=None):
+def gemm_relu_split_k(a, b, split: int, config: GemmConfig, out):
     """Run the split-K pair on ``a`` (M, K), ``b`` (K, N) into ``out`` (M, N); inputs validated by
-    the caller (:func:`.kernel.gemm_relu`); ``partial_program`` as in :func:`build_split_k`."""
+    the caller (:func:`.kernel.gemm_relu`)."""
     import torch
 
     M, K = a.shape
     N = b.shape[1]
     dtype = str(a.dtype).replace("torch.", "")
-    partial, reduce = build_split_k(N, K, split, config, dtype, partial_program=partial_program)
+    partial, reduce = build_split_k(N, K, split, config, dtype)
     workspace = torch.empty((split, M, N), dtype=torch.float32, device=a.device)
     runtime.run(partial, a, b, workspace)
     runtime.run(reduce, workspace, out)
