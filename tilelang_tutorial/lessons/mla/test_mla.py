@@ -638,6 +638,15 @@ def test_flashmlas_own_kernel_beside_the_package_is_what_the_log_says():
     assert f"FlashMLA itself does {min(g[0] for g in goal)}-{max(g[0] for g in goal)} TFLOP/s at goal 4's points" in log
     # the package at >= 0.93x FlashMLA at each (its slowest: 1 / 1.071)
     assert min(1 / g[1] for g in goal) >= 0.93 and "the package is within 7 % of\nthat kernel there" in log
+    eng = " ".join((REPO_ROOT / "docs/mla-engineering-log.md").read_text().split())
+    package = [int(re.search(r"package\s+rounds.*median\s+(\d+)", "\n".join(blocks[k]))[1]) for k in blocks
+               if k.startswith(("b64 kv", "b128 kv"))]
+    faster = sorted(g[1] for g in goal if g[1] > 1)
+    b1 = float(re.search(r"flashmla / package ([\d.]+)", "\n".join(blocks["b1 kv 32768"]))[1])
+    assert (f"it runs {min(g[0] for g in goal)}-{max(g[0] for g in goal)} TFLOP/s at batch 64 and 128" in eng
+            and f"where the seesaw runs {min(package)}-{max(package)}: FlashMLA {faster[0]:.2f}-{faster[-1]:.2f}x "
+                f"faster at five of the six, the seesaw {1 / min(g[1] for g in goal):.2f}x faster at b64 kv 16384, "
+                f"and {1 / b1:.2f}x faster at batch 1, kv 32768" in eng and len(faster) == 5)
 
 
 def test_the_dispatch_model_names_the_split_measured_fastest_on_a_sorted_ragged_batch():
@@ -688,3 +697,6 @@ def test_the_dispatch_model_names_the_split_measured_fastest_on_a_sorted_ragged_
     assert f"sorted it gains {lo}-{hi} % over today's pick" in perf
     others = sorted(round(g, 2) for g in gains if g > 1)
     assert len(others) == 4 and f"({others[0]:.2f}-{others[-1]:.2f}x at the other four)" in perf
+    eng = " ".join((REPO_ROOT / "docs/mla-engineering-log.md").read_text().split())
+    assert f"the kernel runs {lo}-{hi} % faster than the split today's heuristic picks" in eng
+    assert f"FlashMLA's remaining lead ({others[0]:.2f}-{others[-1]:.2f}x) is its scheduler" in eng
