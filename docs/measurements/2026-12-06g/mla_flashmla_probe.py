@@ -67,50 +67,72 @@ class FlashMLA:
             raise RuntimeError(f"flashmla_decode returned {rc}")
 
 
-def main():
-    import torch
-
+def load_library():
+    """``libflashmla_peer.so`` (``--so PATH``, else the one beside this script), argument types set"""
     so = sys.argv[sys.argv.index("--so") + 1] if "--so" in sys.argv else os.path.join(HERE, "libflashmla_peer.so")
     lib = ctypes.CDLL(so)
     lib.flashmla_decode.argtypes = [ctypes.c_int] * 5 + [ctypes.c_float] + [ctypes.c_void_p] * 6 + [ctypes.c_int] \
         + [ctypes.c_void_p] * 5
+    return lib
+
+
+def both_at(lib, label, b, h_q, seqlens, dtype, seed):
+    """The package's plan (its own split) and FlashMLA on one batch of fresh inputs: prints the point's
+    line; returns ({name: call}, {name: its output, poisoned}, reference rows, fp32 reference)"""
+    x = bench._inputs(b, h_q, seqlens, dtype, seed=seed)
+    idx, ref = bench._reference(x)
+    the_plan = op.plan(**x)
+    out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
+    fm = FlashMLA(lib, x)
+    print(f"== {label}: b={b} mean kv {sum(seqlens) / b:.0f} package num_split={the_plan.num_split} "
+          f"flashmla parts={fm.parts}", flush=True)
+    return ({"package": lambda: the_plan.run(**x, out=out), "flashmla": fm.run},
+            {"package": out, "flashmla": fm.out}, idx, ref)
+
+
+def check_and_time(runs, outs, idx, ref, dtype, rate, fmt="4.0f", unit="TFLOP/s"):
+    """Each of ``runs`` (name -> call) checked against the reference on its output (``outs``), then
+    the correct ones timed in three interleaved rounds (the order rotated each round); prints each
+    round's ``rate(ms)`` and the median, then ``flashmla / package``; returns {name: median rate}"""
+    import torch
+
+    ok = {}
+    for name, fn in runs.items():
+        fn()
+        torch.cuda.synchronize()
+        ok[name] = bench._check(outs[name], idx, ref, dtype)
+        print(f"  {name:9s} rel {ok[name]['rel_error']:.1e} unwritten {ok[name]['unwritten']} "
+              f"{'ok' if ok[name]['ok'] else 'WRONG'}", flush=True)
+    got = {name: [] for name in runs if ok[name]["ok"]}
+    names = list(got)
+    for rnd in range(3):
+        for name in names[rnd % len(names):] + names[:rnd % len(names)]:
+            t, why = timing.measure_or_note(runs[name])
+            got[name].append(None if t is None else rate(t.ms))
+    med = {}
+    for name in names:
+        vals = [v for v in got[name] if v is not None]
+        med[name] = statistics.median(vals) if vals else float("nan")
+        print(f"  {name:9s} rounds " + " ".join("refused" if v is None else f"{v:{fmt}}" for v in got[name])
+              + f" | median {med[name]:{fmt}} {unit}", flush=True)
+    if len(med) == 2:
+        print(f"  flashmla / package {med['flashmla'] / med['package']:.3f}", flush=True)
+    return med
+
+
+def main():
+    import torch
+
+    lib = load_library()
     t0 = time.time()
     print(torch.cuda.get_device_name(), flush=True)
     for pi, (label, b, kv, ragged, dtype) in enumerate(POINTS):
         rng = random.Random(pi)
         seqlens = [rng.randint(1, kv) for _ in range(b)] if ragged else [kv] * b
-        x = bench._inputs(b, 128, seqlens, dtype, seed=700 + pi)
-        idx, ref = bench._reference(x)
         flops = bench._flops(128, seqlens)
-        the_plan = op.plan(**x)
-        out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
-        fm = FlashMLA(lib, x)
-        runs = {"package": lambda: the_plan.run(**x, out=out), "flashmla": fm.run}
-        print(f"== {label}: b={b} mean kv {sum(seqlens) / b:.0f} package num_split={the_plan.num_split} "
-              f"flashmla parts={fm.parts}", flush=True)
-        ok = {}
-        for name, fn in runs.items():
-            fn()
-            torch.cuda.synchronize()
-            got = out if name == "package" else fm.out
-            ok[name] = bench._check(got, idx, ref, dtype)
-            print(f"  {name:9s} rel {ok[name]['rel_error']:.1e} unwritten {ok[name]['unwritten']} "
-                  f"{'ok' if ok[name]['ok'] else 'WRONG'}", flush=True)
-        got = {name: [] for name in runs if ok[name]["ok"]}
-        names = list(got)
-        for rnd in range(3):
-            for name in names[rnd % len(names):] + names[:rnd % len(names)]:
-                t, why = timing.measure_or_note(runs[name])
-                got[name].append(None if t is None else flops / t.ms / 1e9)
-        med = {}
-        for name in names:
-            vals = [v for v in got[name] if v is not None]
-            med[name] = statistics.median(vals) if vals else float("nan")
-            print(f"  {name:9s} rounds " + " ".join("refused" if v is None else f"{v:4.0f}" for v in got[name])
-                  + f" | median {med[name]:4.0f} TFLOP/s", flush=True)
-        if len(med) == 2:
-            print(f"  flashmla / package {med['flashmla'] / med['package']:.3f}", flush=True)
-        del x, ref, fm, the_plan, out
+        runs, outs, idx, ref = both_at(lib, label, b, 128, seqlens, dtype, seed=700 + pi)
+        check_and_time(runs, outs, idx, ref, dtype, lambda ms: flops / ms / 1e9)
+        del runs, outs, ref
         torch.cuda.empty_cache()
     print(f"mla_flashmla_probe done in {time.time() - t0:.0f} s", flush=True)
 

@@ -13,11 +13,11 @@ CUDA events: timing.measure_or_note).
 
     python3 mla_ragged_probe.py [--so PATH]     # on a GPU
 """
-import ctypes, heapq, math, os, sys, time
+import heapq, math, os, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from mla_flashmla_probe import FlashMLA   # noqa: E402
+from mla_flashmla_probe import FlashMLA, load_library   # noqa: E402
 from tilelang_tutorial import checks, timing   # noqa: E402
 from tilelang_tutorial.lessons.mla import bench, op   # noqa: E402
 from tilelang_tutorial.lessons.mla.common import choose_num_split   # noqa: E402
@@ -48,10 +48,7 @@ def model_steps(seqlens, split, sms=132, head_blocks=2, overhead=3):
 def main():
     import torch
 
-    so = sys.argv[sys.argv.index("--so") + 1] if "--so" in sys.argv else os.path.join(HERE, "libflashmla_peer.so")
-    lib = ctypes.CDLL(so)
-    lib.flashmla_decode.argtypes = [ctypes.c_int] * 5 + [ctypes.c_float] + [ctypes.c_void_p] * 6 + [ctypes.c_int] \
-        + [ctypes.c_void_p] * 5
+    lib = load_library()
     t0 = time.time()
     print(torch.cuda.get_device_name(), flush=True)
     for label, b, kv, seed in POINTS:
