@@ -23,14 +23,14 @@ H_Q = 16
 def main():
     import torch
 
-    lib = load_library()
+    load_library()
     t0 = time.time()
     print(torch.cuda.get_device_name(), flush=True)
     for pi, (label, b, kv, ragged) in enumerate(POINTS):
         rng = random.Random(40 + pi)
         seqlens = [rng.randint(1, kv) for _ in range(b)] if ragged else [kv] * b
         flops, nbytes = bench._flops(H_Q, seqlens), bench._bytes(b, H_Q, seqlens)
-        runs, outs, idx, ref = both_at(lib, label, b, H_Q, seqlens, "float16", seed=800 + pi)
+        runs, outs, idx, ref = both_at(label, b, H_Q, seqlens, "float16", seed=800 + pi)
         med = check_and_time(runs, outs, idx, ref, "float16", lambda ms: nbytes / ms / 1e9, fmt="5.2f", unit="TB/s")
         print("  TFLOP/s: " + ", ".join(f"{n} {v * flops / nbytes:.0f}" for n, v in med.items()), flush=True)
         del runs, outs, ref

@@ -1,6 +1,6 @@
 """Goal 4 probe: FlashMLA's own Hopper decode kernel (built from its source by
-``build_flashmla_peer.sh`` into ``libflashmla_peer.so``, called through ``flashmla_peer.cu``'s C
-entry points) beside the package's default (``plan.run``, the split the package picks) on the same
+``docs/measurements/runner/build_flashmla_peer.sh``, called through the package's
+``lessons/mla/flashmla_peer.py``) beside the package's default (``plan.run``, the split the package picks) on the same
 card, at the goal's points and the mid and ragged batches. The 620 TFLOP/s goal reads FlashMLA's
 published 660 on an H800; this measures what FlashMLA does here.
 
@@ -12,14 +12,13 @@ interleaved rounds: do_bench's median with the L2 flushed, checked by CUDA event
 (flush, call) minus the flushes (timing.measure_or_note). Printed: TFLOP/s per round, the median,
 and FlashMLA / package.
 
-    python3 mla_flashmla_probe.py [--so PATH]     # on a GPU
+    python3 mla_flashmla_probe.py [--so PATH]     # on a GPU (default: .gpu/libflashmla_peer.so)
 """
-import ctypes, os, random, statistics, sys, time
+import os, random, statistics, sys, time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 from tilelang_tutorial import checks, timing   # noqa: E402
 from tilelang_tutorial.lessons.mla import bench, op   # noqa: E402
-from tilelang_tutorial.lessons.mla.common import default_softmax_scale   # noqa: E402
+from tilelang_tutorial.lessons.mla import flashmla_peer as FM   # noqa: E402
 
 POINTS = [  # label, batch, kv length (the longest when ragged), ragged, dtype
     ("b64 kv 4096", 64, 4096, False, "float16"), ("b64 kv 8192", 64, 8192, False, "float16"),
@@ -30,60 +29,24 @@ POINTS = [  # label, batch, kv length (the longest when ragged), ragged, dtype
 ]
 
 
-class FlashMLA:
-    """FlashMLA's decode on the package's inputs ``x``: scheduled once, ``run()`` per step"""
-
-    def __init__(self, lib, x):
-        import torch
-
-        self.lib, dev = lib, "cuda"
-        q = torch.cat([x["q_nope"], x["q_pe"]], dim=-1).contiguous()             # [b, h_q, 576]
-        self.kcache = torch.cat([x["kv_cache"], x["pe_cache"]], dim=-1).contiguous()  # [pages, 64, 1, 576]
-        b, h_q, _ = q.shape
-        self.q, self.bt, self.lens = q, x["block_table"].contiguous(), x["cache_seqlens"].contiguous()
-        self.parts = lib.flashmla_num_sm_parts(torch.cuda.get_device_properties(0).multi_processor_count, h_q)
-        self.meta = torch.empty(self.parts, lib.flashmla_sched_meta_ints(), dtype=torch.int32, device=dev)
-        self.splits = torch.empty(b + 1, dtype=torch.int32, device=dev)
-        self.out = checks.poisoned((b, h_q, 512), q.dtype, dev)
-        self.lse = torch.empty(b, h_q, dtype=torch.float32, device=dev)
-        self.lse_acc = torch.empty(b + self.parts, h_q, dtype=torch.float32, device=dev)
-        self.o_acc = torch.empty(b + self.parts, h_q, 512, dtype=torch.float32, device=dev)
-        self.bf16 = int(q.dtype == torch.bfloat16)
-        self.args = (self.bf16, b, h_q, self.kcache.shape[0], self.bt.shape[1], ctypes.c_float(default_softmax_scale()),
-                     *(ctypes.c_void_p(t.data_ptr()) for t in (self.q, self.kcache, self.bt, self.lens, self.meta, self.splits)),
-                     self.parts, *(ctypes.c_void_p(t.data_ptr()) for t in (self.out, self.lse, self.lse_acc, self.o_acc)))
-        rc = lib.flashmla_schedule(b, ctypes.c_void_p(self.lens.data_ptr()), ctypes.c_void_p(self.meta.data_ptr()),
-                                   ctypes.c_void_p(self.splits.data_ptr()), self.parts, self._stream())
-        assert rc == 0, f"flashmla_schedule returned {rc}"
-
-    @staticmethod
-    def _stream():
-        import torch
-        return ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-
-    def run(self):
-        rc = self.lib.flashmla_decode(*self.args, self._stream())
-        if rc:
-            raise RuntimeError(f"flashmla_decode returned {rc}")
-
-
 def load_library():
-    """``libflashmla_peer.so`` (``--so PATH``, else the one beside this script), argument types set"""
-    so = sys.argv[sys.argv.index("--so") + 1] if "--so" in sys.argv else os.path.join(HERE, "libflashmla_peer.so")
-    lib = ctypes.CDLL(so)
-    lib.flashmla_decode.argtypes = [ctypes.c_int] * 5 + [ctypes.c_float] + [ctypes.c_void_p] * 6 + [ctypes.c_int] \
-        + [ctypes.c_void_p] * 5
-    return lib
+    """FlashMLA's peer library (``--so PATH``, else the package's default, ``.gpu/libflashmla_peer.so``),
+    checked to load"""
+    if "--so" in sys.argv:
+        os.environ[FM.LIB_ENV] = sys.argv[sys.argv.index("--so") + 1]
+    ok, what = FM.available()
+    assert ok, what
+    print(f"FlashMLA: {what}", flush=True)
 
 
-def both_at(lib, label, b, h_q, seqlens, dtype, seed):
+def both_at(label, b, h_q, seqlens, dtype, seed):
     """The package's plan (its own split) and FlashMLA on one batch of fresh inputs: prints the point's
     line; returns ({name: call}, {name: its output, poisoned}, reference rows, fp32 reference)"""
     x = bench._inputs(b, h_q, seqlens, dtype, seed=seed)
     idx, ref = bench._reference(x)
     the_plan = op.plan(**x)
     out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
-    fm = FlashMLA(lib, x)
+    fm = FM.FlashMLADecode(**x)
     print(f"== {label}: b={b} mean kv {sum(seqlens) / b:.0f} package num_split={the_plan.num_split} "
           f"flashmla parts={fm.parts}", flush=True)
     return ({"package": lambda: the_plan.run(**x, out=out), "flashmla": fm.run},
@@ -123,14 +86,14 @@ def check_and_time(runs, outs, idx, ref, dtype, rate, fmt="4.0f", unit="TFLOP/s"
 def main():
     import torch
 
-    lib = load_library()
+    load_library()
     t0 = time.time()
     print(torch.cuda.get_device_name(), flush=True)
     for pi, (label, b, kv, ragged, dtype) in enumerate(POINTS):
         rng = random.Random(pi)
         seqlens = [rng.randint(1, kv) for _ in range(b)] if ragged else [kv] * b
         flops = bench._flops(128, seqlens)
-        runs, outs, idx, ref = both_at(lib, label, b, 128, seqlens, dtype, seed=700 + pi)
+        runs, outs, idx, ref = both_at(label, b, 128, seqlens, dtype, seed=700 + pi)
         check_and_time(runs, outs, idx, ref, dtype, lambda ms: flops / ms / 1e9)
         del runs, outs, ref
         torch.cuda.empty_cache()

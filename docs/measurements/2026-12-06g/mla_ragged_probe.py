@@ -17,7 +17,8 @@ import heapq, math, os, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from mla_flashmla_probe import FlashMLA, load_library   # noqa: E402
+from mla_flashmla_probe import load_library   # noqa: E402
+from tilelang_tutorial.lessons.mla import flashmla_peer as FM   # noqa: E402
 from tilelang_tutorial import checks, timing   # noqa: E402
 from tilelang_tutorial.lessons.mla import bench, op   # noqa: E402
 from tilelang_tutorial.lessons.mla.common import choose_num_split   # noqa: E402
@@ -48,7 +49,7 @@ def model_steps(seqlens, split, sms=132, head_blocks=2, overhead=3):
 def main():
     import torch
 
-    lib = load_library()
+    load_library()
     t0 = time.time()
     print(torch.cuda.get_device_name(), flush=True)
     for label, b, kv, seed in POINTS:
@@ -81,7 +82,7 @@ def main():
             print(f"  {name:22s} {'refused' if tf is None else f'{tf:4.0f}'} TFLOP/s"
                   + (f"   model {steps:4.0f} steps" if steps else "") + f"   (rel {ok['rel_error']:.1e})", flush=True)
 
-        fm = FlashMLA(lib, x)
+        fm = FM.FlashMLADecode(**x)
         timed("flashmla", fm.run, fm.out, idx, None)
         del fm
         for ns in SPLITS:

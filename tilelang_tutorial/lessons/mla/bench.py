@@ -23,6 +23,7 @@ import time
 from ... import checks, results, runtime, timing
 from . import op as K
 from . import flashinfer_peer as FI
+from . import flashmla_peer as FM
 from . import triton_baseline as KT
 from .common import DIM_NOPE, DIM_PE, PAGE_SIZE, default_softmax_scale
 from .reference import make_paged_inputs, mla_decode_reference
@@ -143,6 +144,30 @@ def _op_path(the_plan, x, out, num_split, schedule) -> dict:
     return path
 
 
+def _library_peer(availability, make, out_attr, idx, ref, dtype, **about) -> dict:
+    """A peer from another library (optional): made once (its planning), checked against the
+    reference on its output, then its ``run`` timed as a kernel and back to back; or why not."""
+    import torch
+
+    ok, version = availability
+    if not ok:
+        return {"error": version}
+    try:
+        peer = make()
+        peer.run()
+        torch.cuda.synchronize()
+        correct = _check(getattr(peer, out_attr), idx, ref, dtype)
+        t, why = timing.measure_or_note(peer.run)
+        rec = {"latency_ms": t.ms, "timing": t.as_dict()} if t else {"error": why}
+        rec.update(correctness=correct, version=version, **about)
+        tb, _ = timing.measure_or_note(peer.run, regime="call")
+        if tb:
+            rec["back_to_back_ms"] = tb.ms
+        return rec
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {str(exc)[:300]}", "version": version}
+
+
 def _measure_point(*, b, h_q, seqlens, dtype, num_split, ceilings, memory_bound, label,
                    torch_peer=True, seed=0) -> list[dict]:
     """One record per TileLang schedule (:func:`schedules_measured`), the peers measured once
@@ -172,26 +197,14 @@ def _measure_point(*, b, h_q, seqlens, dtype, num_split, ceilings, memory_bound,
         tilelang[schedule] = (ok, t, path)
         del out, the_plan
 
-    peers = {}
-    ok_fi, fi_version = FI.available()
-    if ok_fi:
-        try:
-            fi = FI.FlashInferMLA(**x)
-            fi.run()
-            torch.cuda.synchronize()
-            fi_ok = _check(fi.out, idx, ref, dtype)
-            t, why = timing.measure_or_note(fi.run)
-            peers["flashinfer"] = ({"latency_ms": t.ms, "timing": t.as_dict()} if t else {"error": why})
-            peers["flashinfer"].update(correctness=fi_ok, version=fi_version, backend=FI.BACKEND,
-                                       note="FlashInfer BatchMLAPagedAttentionWrapper: plan once, run timed")
-            tb, _ = timing.measure_or_note(fi.run, regime="call")
-            if tb:
-                peers["flashinfer"]["back_to_back_ms"] = tb.ms
-            del fi
-        except Exception as exc:
-            peers["flashinfer"] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}", "version": fi_version}
-    else:
-        peers["flashinfer"] = {"error": fi_version}
+    peers = {
+        "flashinfer": _library_peer(FI.available(), lambda: FI.FlashInferMLA(**x), "out", idx, ref, dtype,
+                                    backend=FI.BACKEND,
+                                    note="FlashInfer BatchMLAPagedAttentionWrapper: plan once, run timed"),
+        "flashmla": _library_peer(FM.available(), lambda: FM.FlashMLADecode(**x), "out", idx, ref, dtype,
+                                  note="FlashMLA's Hopper decode kernel and combine (flash_mla_with_kvcache), "
+                                       "its scheduler run once; the cache concatenated to its layout"),
+    }
 
     tri_split = KT.choose_num_split_triton(b, h_q, max_len)
     tout = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")

@@ -700,3 +700,72 @@ def test_the_dispatch_model_names_the_split_measured_fastest_on_a_sorted_ragged_
     eng = " ".join((REPO_ROOT / "docs/mla-engineering-log.md").read_text().split())
     assert f"the kernel runs {lo}-{hi} % faster than the split today's heuristic picks" in eng
     assert f"FlashMLA's remaining lead ({others[0]:.2f}-{others[-1]:.2f}x) is its scheduler" in eng
+
+
+# FlashMLA's kernel as a benchmark peer (flashmla_peer.py; built by docs/measurements/runner/build_flashmla_peer.sh)
+
+def test_flashmla_peer_says_why_it_is_missing(monkeypatch, tmp_path):
+    from tilelang_tutorial.lessons.mla import bench, flashmla_peer
+
+    monkeypatch.setenv(flashmla_peer.LIB_ENV, str(tmp_path / "libflashmla_peer.so"))
+    ok, why = flashmla_peer.available()
+    assert not ok and "FlashMLA not built" in why and "build_flashmla_peer.sh" in why
+    (tmp_path / "libflashmla_peer.so").write_bytes(b"not a library")
+    ok, why = flashmla_peer.available()
+    assert not ok and "does not load" in why
+    # the benchmark records the reason instead of the peer, and never makes it
+    made = []
+    assert bench._library_peer((ok, why), lambda: made.append(1), "out", None, None, "float16") == {"error": why}
+    assert not made
+
+
+def test_flashmla_peer_declares_the_c_entry_points_arguments():
+    """ctypes passes what flashmla_peer.cu's functions take: a miscount would shift every pointer"""
+    import ctypes
+
+    from tilelang_tutorial.lessons.mla import flashmla_peer
+    from tilelang_tutorial.results import REPO_ROOT
+
+    source = (REPO_ROOT / "tilelang_tutorial/lessons/mla/flashmla_peer.cu").read_text()
+
+    def params(name):
+        sig = re.search(rf"int {name}\((.*?)\)\s*{{", source, re.S)[1]
+        kinds = []
+        for p in sig.split(","):
+            p = p.strip()
+            kinds.append(ctypes.c_void_p if "*" in p or p.startswith("cudaStream_t") else
+                         ctypes.c_float if p.startswith("float ") else ctypes.c_int)
+        return kinds
+
+    class FakeLib:                     # what _load sets, without loading a library
+        def __getattr__(self, name):
+            f = type("F", (), {})()
+            setattr(self, name, f)
+            return f
+
+    fake = FakeLib()
+    saved = ctypes.CDLL
+    try:
+        ctypes.CDLL = lambda path: fake
+        flashmla_peer._lib = None
+        flashmla_peer._load()
+    finally:
+        ctypes.CDLL = saved
+        flashmla_peer._lib = None
+    assert fake.flashmla_decode.argtypes == params("flashmla_decode")
+    assert fake.flashmla_schedule.argtypes == params("flashmla_schedule")
+    assert len(params("flashmla_decode")) == 18
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_flashmla_peer_matches_the_reference_on_a_ragged_batch(dtype):
+    from tilelang_tutorial.lessons.mla import flashmla_peer
+
+    ok, why = flashmla_peer.available()
+    if not ok:
+        pytest.skip(why)
+    x = reference.make_paged_inputs(5, 128, [1, 64, 65, 700, 3001], dtype=dtype, device="cuda", seed=11)
+    peer = flashmla_peer.FlashMLADecode(**x)
+    checks.assert_close(peer.run(), reference.mla_decode_reference(**x), tolerance=checks.TOLERANCE[str(dtype)[6:]],
+                        what="FlashMLA's kernel through flashmla_peer")

@@ -1,9 +1,11 @@
-// A C entry point to FlashMLA's Hopper dense decode kernel (csrc/sm90/decode/dense) with its
-// scheduler and combine kernels, for a probe that calls it from Python through ctypes on torch's
-// tensors: FlashMLA's own Python package needs its torch extension built against the runner's torch,
-// which this machine (no GPU, no CUDA torch) cannot build. The parameters are filled as FlashMLA's
-// csrc/api/dense_decode.h fills them for s_q = 1 and one KV head (DeepSeek's decode); build.sh says
-// which commits. Error codes: 0 ok, 1 bad argument, 2 a CUDA error (cudaGetLastError after a launch).
+// C entry points to FlashMLA's Hopper dense decode kernel (csrc/sm90/decode/dense), its scheduler and
+// its combine, so that the benchmark (flashmla_peer.py) calls FlashMLA's own kernel through ctypes
+// on torch's tensors. FlashMLA's Python package would need its torch extension built against the GPU
+// runner's CUDA torch, which a machine without a GPU cannot build; this file needs FlashMLA's and
+// CUTLASS's headers only (docs/measurements/runner/build_flashmla_peer.sh builds it with FlashMLA's
+// sources). The parameters are filled as FlashMLA's csrc/api/dense_decode.h fills them for one query
+// token per sequence and one KV head (DeepSeek's decode). Error codes: 0 ok, 1 bad argument, 2 a CUDA
+// error (cudaGetLastError after a launch).
 #include <cuda_runtime_api.h>
 #include <cutlass/numeric_types.h>
 
@@ -12,7 +14,14 @@
 #include "smxx/decode/combine/combine.h"
 #include "smxx/decode/get_decoding_sched_meta/get_decoding_sched_meta.h"
 
+#ifndef FLASHMLA_PEER_SOURCES
+#define FLASHMLA_PEER_SOURCES "unknown sources"
+#endif
+
 extern "C" {
+
+// what was built: FlashMLA's and CUTLASS's commits (set by the build script)
+const char *flashmla_peer_sources() { return FLASHMLA_PEER_SOURCES; }
 
 // ints per scheduler entry (the metadata buffer holds num_sm_parts of them)
 int flashmla_sched_meta_ints() { return sizeof(DecodingSchedMeta) / sizeof(int); }
