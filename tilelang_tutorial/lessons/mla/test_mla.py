@@ -769,3 +769,28 @@ def test_flashmla_peer_matches_the_reference_on_a_ragged_batch(dtype):
     peer = flashmla_peer.FlashMLADecode(**x)
     checks.assert_close(peer.run(), reference.mla_decode_reference(**x), tolerance=checks.TOLERANCE[str(dtype)[6:]],
                         what="FlashMLA's kernel through flashmla_peer")
+
+
+def test_flashmla_at_16_heads_is_what_the_log_says():
+    """docs/measurements/2026-12-06g/mla_flashmla_h16_probe_h100.log: both checked at every point; the
+    performance log's TB/s and ratios are the log's medians."""
+    from tilelang_tutorial.results import REPO_ROOT
+
+    blocks = _probe_blocks("docs/measurements/2026-12-06g/mla_flashmla_h16_probe_h100.log")
+    assert len(blocks) == 5
+    med, ratio = {}, {}
+    for label, lines in blocks.items():
+        assert sum(line.endswith(" ok") for line in lines) == 2, (label, lines)
+        text = "\n".join(lines)
+        med[label] = {n: re.search(rf"{n}\s+rounds.*median\s+([\d.]+) TB/s", text)[1] for n in ("package", "flashmla")}
+        ratio[label] = float(re.search(r"flashmla / package ([\d.]+)", text)[1])
+    log = " ".join((REPO_ROOT / "docs/performance-log.md").read_text().split())
+    uniform = [k for k in blocks if "ragged" not in k]
+    pkg = " / ".join(med[k]["package"] for k in uniform[:3])
+    fm = " / ".join(med[k]["flashmla"] for k in uniform[:3])
+    assert (f"the package {pkg} TB/s at b128 kv 8192 / 16384 / 32768 and {med[uniform[3]]['package']} at b64 "
+            f"kv 8192, FlashMLA {fm} and {med[uniform[3]]['flashmla']}" in log)
+    lo, hi = min(ratio[k] for k in uniform), max(ratio[k] for k in uniform)
+    assert hi < 1 and f"(FlashMLA / package {lo:.2f}-{hi:.2f})" in log
+    rag = next(k for k in blocks if "ragged" in k)
+    assert (f"FlashMLA leads, {med[rag]['flashmla']} against {med[rag]['package']} ({ratio[rag]:.2f}x)" in log)
