@@ -67,7 +67,6 @@ def main():
                   block_table=x["block_table"][perm].contiguous(), cache_seqlens=x["cache_seqlens"][perm].contiguous())
         sorted_lens = [seqlens[i] for i in order]
         idx_sorted = torch.tensor([order.index(i) for i in idx.tolist()])
-        results = []
 
         def timed(name, fn, out, check_idx, steps):
             fn()
@@ -78,7 +77,6 @@ def main():
                 return
             t, why = timing.measure_or_note(fn)
             tf = None if t is None else flops / t.ms / 1e9
-            results.append((name, tf))
             print(f"  {name:22s} {'refused' if tf is None else f'{tf:4.0f}'} TFLOP/s"
                   + (f"   model {steps:4.0f} steps" if steps else "") + f"   (rel {ok['rel_error']:.1e})", flush=True)
 

@@ -144,9 +144,9 @@ def _op_path(the_plan, x, out, num_split, schedule) -> dict:
     return path
 
 
-def _library_peer(availability, make, out_attr, idx, ref, dtype, **about) -> dict:
+def _library_peer(availability, make, idx, ref, dtype, **about) -> dict:
     """A peer from another library (optional): made once (its planning), checked against the
-    reference on its output, then its ``run`` timed as a kernel and back to back; or why not."""
+    reference on its output (``.out``), then its ``run`` timed as a kernel and back to back; or why not."""
     import torch
 
     ok, version = availability
@@ -156,7 +156,7 @@ def _library_peer(availability, make, out_attr, idx, ref, dtype, **about) -> dic
         peer = make()
         peer.run()
         torch.cuda.synchronize()
-        correct = _check(getattr(peer, out_attr), idx, ref, dtype)
+        correct = _check(peer.out, idx, ref, dtype)
         t, why = timing.measure_or_note(peer.run)
         rec = {"latency_ms": t.ms, "timing": t.as_dict()} if t else {"error": why}
         rec.update(correctness=correct, version=version, **about)
@@ -198,10 +198,10 @@ def _measure_point(*, b, h_q, seqlens, dtype, num_split, ceilings, memory_bound,
         del out, the_plan
 
     peers = {
-        "flashinfer": _library_peer(FI.available(), lambda: FI.FlashInferMLA(**x), "out", idx, ref, dtype,
+        "flashinfer": _library_peer(FI.available(), lambda: FI.FlashInferMLA(**x), idx, ref, dtype,
                                     backend=FI.BACKEND,
                                     note="FlashInfer BatchMLAPagedAttentionWrapper: plan once, run timed"),
-        "flashmla": _library_peer(FM.available(), lambda: FM.FlashMLADecode(**x), "out", idx, ref, dtype,
+        "flashmla": _library_peer(FM.available(), lambda: FM.FlashMLADecode(**x), idx, ref, dtype,
                                   note="FlashMLA's Hopper decode kernel and combine (flash_mla_with_kvcache), "
                                        "its scheduler run once; the cache concatenated to its layout"),
     }

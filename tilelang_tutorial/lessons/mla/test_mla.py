@@ -715,11 +715,11 @@ def test_flashmla_peer_says_why_it_is_missing(monkeypatch, tmp_path):
     assert not ok and "does not load" in why
     # the benchmark records the reason instead of the peer, and never makes it
     made = []
-    assert bench._library_peer((ok, why), lambda: made.append(1), "out", None, None, "float16") == {"error": why}
+    assert bench._library_peer((ok, why), lambda: made.append(1), None, None, "float16") == {"error": why}
     assert not made
 
 
-def test_flashmla_peer_declares_the_c_entry_points_arguments():
+def test_flashmla_peer_declares_the_c_entry_points_arguments(monkeypatch):
     """ctypes passes what flashmla_peer.cu's functions take: a miscount would shift every pointer"""
     import ctypes
 
@@ -744,14 +744,9 @@ def test_flashmla_peer_declares_the_c_entry_points_arguments():
             return f
 
     fake = FakeLib()
-    saved = ctypes.CDLL
-    try:
-        ctypes.CDLL = lambda path: fake
-        flashmla_peer._lib = None
-        flashmla_peer._load()
-    finally:
-        ctypes.CDLL = saved
-        flashmla_peer._lib = None
+    monkeypatch.setattr(ctypes, "CDLL", lambda path: fake)
+    monkeypatch.setattr(flashmla_peer, "_lib", None)
+    flashmla_peer._load()
     assert fake.flashmla_decode.argtypes == params("flashmla_decode")
     assert fake.flashmla_schedule.argtypes == params("flashmla_schedule")
     assert len(params("flashmla_decode")) == 18
