@@ -280,6 +280,34 @@ def warp_shuffle_sum(N):
     return warp_sum_kernel
 
 
+def block_votes(N, threads=128, guarded=False):
+    """Per block: __syncthreads_count of X > 0, __syncthreads_or of X < -2.5, __syncthreads_and of
+    X > -3, and the index of the block's one thread holding X == 100, assembled bit by bit from
+    count votes (that thread alone votes each bit: how a CTA agrees on one thread's value without
+    shared memory). ``guarded``: the count vote under ``if tx < 64``, which the GPU does not allow."""
+
+    @T.prim_func
+    def block_votes_kernel(X: T.Tensor((N,), "float32"), Out: T.Tensor((N // threads, 4), "int32")):
+        with T.Kernel(N // threads, threads=threads) as bx:
+            tx = T.get_thread_binding()
+            v = T.alloc_var("float32")
+            marked = T.alloc_var("int32")
+            v = X[bx * threads + tx]
+            if guarded:
+                if tx < 64:
+                    Out[bx, 0] = T.syncthreads_count(T.if_then_else(v > 0, 1, 0))
+            else:
+                Out[bx, 0] = T.syncthreads_count(T.if_then_else(v > 0, 1, 0))
+            Out[bx, 1] = T.syncthreads_or(T.if_then_else(v < -2.5, 1, 0))
+            Out[bx, 2] = T.syncthreads_and(T.if_then_else(v > -3, 1, 0))
+            marked = 0
+            for k in T.unroll(8):
+                marked += T.syncthreads_count(T.if_then_else(v == 100, (tx >> k) & 1, 0)) * (1 << k)
+            Out[bx, 3] = marked
+
+    return block_votes_kernel
+
+
 def print_kernel():
     """T.print of a scalar expression, a shared buffer, a fragment and a message."""
 

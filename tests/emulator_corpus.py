@@ -429,6 +429,18 @@ def _nan(*shape, dtype=torch.float32):
     return torch.full(shape, float("nan"), dtype=dtype)
 
 
+def _marked_blocks(blocks, threads, g):
+    """Normals with one value 100 per block at a random thread (emulate_kernels.block_votes)"""
+    x = torch.randn(blocks, threads, generator=g)
+    x[torch.arange(blocks), torch.randint(0, threads, (blocks,), generator=g)] = 100.0
+    return x.reshape(-1)
+
+
+def _block_votes_ref(rows):
+    return torch.stack([(rows > 0).sum(1), (rows < -2.5).any(1).int(), (rows > -3).all(1).int(),
+                        (rows == 100).int().argmax(1)], 1).int()
+
+
 def _select_ref(x):
     """Y[i] = max(x[i], x[i + 1]) inside each 64-element tile (x read past its end is 0, the
     guarded load's safe value), x[i] for a tile's last element."""
@@ -495,6 +507,9 @@ def _cases():
         Case("warp shuffle sum", lambda: K.warp_shuffle_sum(256),
              lambda: [rn(256), _nan(8), _nan(2)], (1, 2),
              lambda t: [t[0].double().view(8, 32).sum(1), t[0].double().view(2, 128).sum(1)], 1e-5),
+        Case("block votes: syncthreads_count / or / and, an index from bit votes", lambda: K.block_votes(128 * 4),
+             lambda: [_marked_blocks(4, 128, g), torch.full((4, 4), -7, dtype=torch.int32)], (1,),
+             lambda t: [_block_votes_ref(t[0].view(4, 128))], 0),
         Case("tile-level atomic_add of column sums", lambda: K.tile_atomic_sum(100, 64),
              lambda: [rn(100, 64), torch.zeros(64)], (1,), lambda t: [t[0].double().sum(0)], 1e-5),
         Case("int8 GEMM, int32 accumulator, transpose_B", lambda: K.int8_gemm(64, 128, 128),

@@ -285,6 +285,30 @@ def test_warp_shuffle_and_sync_threads():
         assert_sums_close(torch.tensor([127.0, 128.0]), torch.ones(2, 128))
 
 
+def test_block_votes_count_or_and_and_agree_on_one_threads_value():
+    """T.syncthreads_count / _or / _and: one value per block from all its threads. Inputs: normals
+    (about half the threads count; X < -2.5 and X > -3 hold in some blocks and not in others, so a
+    vote that reads one thread, or none, fails) with one marker per block at a random thread, whose
+    index the block rebuilds from eight count votes."""
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randn(128 * 6, generator=gen)
+    x[3 * 128 + 7] = -4.0                               # one block where "all > -3" is false
+    marks = torch.randint(0, 128, (6,), generator=gen)
+    x[torch.arange(6) * 128 + marks] = 100.0
+    out = poisoned(6, 4, dtype=torch.int32)
+    emulate.run(K.block_votes(128 * 6), x, out)
+    rows = x.view(6, 128)
+    want = torch.stack([(rows > 0).sum(1), (rows < -2.5).any(1).int(), (rows > -3).all(1).int(), marks], 1).int()
+    assert torch.equal(out, want), (out, want)
+    assert set(want[:, 1].tolist()) == {0, 1} and set(want[:, 2].tolist()) == {0, 1}
+
+
+def test_a_block_vote_that_only_part_of_the_block_reaches_is_refused():
+    with pytest.raises(emulate.UnsupportedConstruct) as ei:
+        emulate.run(K.block_votes(256, guarded=True), torch.randn(256), poisoned(2, 4, dtype=torch.int32))
+    assert ei.value.construct == "T.syncthreads_count" and "every thread of the block must reach" in str(ei.value)
+
+
 def test_warp_specialised_producer_consumer():
     x = torch.randn(80, 32).half()
     y = poisoned(80, 32, dtype=torch.float16)

@@ -553,6 +553,18 @@ class CodeGen:
                 return Ex(f"int(bool({p.code}))", frozenset(), dt)
             m = self.mask or "None"
             return Ex(f"_rt.vote({kind!r}, {p.code}, {self.tids}, {m}, {self.ndim})", frozenset({0}), dt)
+        if name in ("tl.syncthreads_or", "tl.syncthreads_and", "tl.syncthreads_count"):
+            # __syncthreads_or / _and / _count: a barrier of the whole block that returns one value
+            # to every thread, so every thread of the block must reach it
+            kind = name.rsplit("_", 1)[1]
+            p = self.expr(args[-1])
+            if p.axes - {0}:
+                raise UnsupportedConstruct(f"T.syncthreads_{kind} inside T.Parallel", "a block vote over a value that "
+                                           "varies between T.Parallel iterations")
+            if self.mask:
+                raise UnsupportedConstruct(f"T.syncthreads_{kind}", "under a condition on the thread index: on the "
+                                           "GPU every thread of the block must reach this barrier")
+            return Ex(f"_rt.block_vote({kind!r}, {p.code}, {self.tids}, {self.nthreads})", frozenset(), dt)
         if name in ("tl.shfl_xor_sync", "tl.shfl_down_sync", "tl.shfl_up_sync", "tl.shfl_sync"):
             kind = {"tl.shfl_xor_sync": "xor", "tl.shfl_down_sync": "down", "tl.shfl_up_sync": "up",
                     "tl.shfl_sync": "idx"}[name]

@@ -1080,6 +1080,20 @@ def vote(kind: str, pred, tids, mask, ndim: int):
     return out.reshape((-1,) + (1,) * (ndim - 1))
 
 
+def block_vote(kind: str, pred, tids, nthreads: int):
+    """``__syncthreads_or`` / ``_and`` / ``_count``: one value for the whole block (``count``: the
+    threads whose ``pred`` is non-zero). Refused where only part of the block runs the statement
+    (a warp-specialised role): on the GPU the other threads would never reach the barrier."""
+    if np.asarray(tids).size != nthreads:
+        raise UnsupportedConstruct(f"T.syncthreads_{kind}", f"reached by {np.asarray(tids).size} of the block's "
+                                   f"{nthreads} threads (a warp-specialised role): every thread must reach it")
+    vals, _, uni_v = _per_thread(pred, tids, None)
+    p = np.full(nthreads, bool(uni_v)) if vals is None else vals != 0
+    if kind == "count":
+        return int(np.count_nonzero(p))
+    return int(bool(np.any(p)) if kind == "or" else bool(np.all(p)))
+
+
 def shfl(kind: str, value, arg, width, tids, ndim: int):
     vals, act, uni_v = _per_thread(value, tids, None)
     if vals is None:
