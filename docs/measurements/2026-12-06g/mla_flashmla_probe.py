@@ -78,7 +78,7 @@ def check_and_time(runs, outs, idx, ref, dtype, rate, fmt="4.0f", unit="TFLOP/s"
         med[name] = statistics.median(vals) if vals else float("nan")
         print(f"  {name:9s} rounds " + " ".join("refused" if v is None else f"{v:{fmt}}" for v in got[name])
               + f" | median {med[name]:{fmt}} {unit}", flush=True)
-    if len(med) == 2:
+    if set(med) == {"flashmla", "package"}:
         print(f"  flashmla / package {med['flashmla'] / med['package']:.3f}", flush=True)
     return med
 

@@ -4,7 +4,7 @@
 At the seventh session's five ragged batches (``../2026-12-06g/mla_ragged_probe.py``'s points, same
 seeds) and four uniform ones (where the order is today's and only the ranking's cost shows):
 each of the three checked against the fp32 reference (every sequence) on a poisoned output, then timed in three
-interleaved rounds (as ``../2026-12-06g/mla_flashmla_probe.check_and_time`` does: do_bench's median with the
+interleaved rounds (``../2026-12-06g/mla_flashmla_probe.check_and_time``: do_bench's median with the
 L2 flushed, checked by CUDA events). All three at the package's own split (``choose_num_split``).
 Then, at the ragged batches, the ordered kernel at num_split 1-8 once each, with the dispatch
 model's steps for the sorted batch (``model_steps``), to see which split it wants.
@@ -12,12 +12,12 @@ model's steps for the sorted batch (``model_steps``), to see which split it want
     python3 mla_longest_first_probe.py [--so PATH]     # on a GPU (FlashMLA: .gpu/libflashmla_peer.so)
     python3 mla_longest_first_probe.py --quick         # the ragged batches the package splits, package and ordered only
 """
-import os, statistics, sys, time
+import os, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "2026-12-06g"))
-from mla_flashmla_probe import load_library   # noqa: E402
+from mla_flashmla_probe import check_and_time, load_library   # noqa: E402
 from mla_ragged_probe import POINTS as RAGGED, model_steps   # noqa: E402
 from mla_longest_first import mla_decode_longest_first_program   # noqa: E402
 from tilelang_tutorial import checks, timing   # noqa: E402
@@ -28,34 +28,6 @@ from tilelang_tutorial.lessons.mla.common import choose_num_split   # noqa: E402
 UNIFORM = [("b64 kv 8192", 64, 8192), ("b128 kv 4096", 128, 4096), ("b64 kv 16384", 64, 16384),
            ("b8 kv 20000", 8, 20000)]
 SPLITS = [1, 2, 3, 4, 6, 8]
-
-
-def check_and_time(runs, outs, idx, ref, rate):
-    """``../2026-12-06g/mla_flashmla_probe.check_and_time`` for any number of runs: each checked
-    against the reference on its output, then the correct ones timed in three interleaved rounds
-    (the order rotated each round); prints each round and the median; returns {name: median}"""
-    import torch
-
-    ok = {}
-    for name, fn in runs.items():
-        fn()
-        torch.cuda.synchronize()
-        ok[name] = bench._check(outs[name], idx, ref, "float16")
-        print(f"  {name:9s} rel {ok[name]['rel_error']:.1e} unwritten {ok[name]['unwritten']} "
-              f"{'ok' if ok[name]['ok'] else 'WRONG'}", flush=True)
-    names = [name for name in runs if ok[name]["ok"]]
-    got = {name: [] for name in names}
-    for rnd in range(3):
-        for name in names[rnd % len(names):] + names[:rnd % len(names)]:
-            t, why = timing.measure_or_note(runs[name])
-            got[name].append(None if t is None else rate(t.ms))
-    med = {}
-    for name in names:
-        vals = [v for v in got[name] if v is not None]
-        med[name] = statistics.median(vals) if vals else float("nan")
-        print(f"  {name:9s} rounds " + " ".join("refused" if v is None else f"{v:4.0f}" for v in got[name])
-              + f" | median {med[name]:4.0f} TFLOP/s", flush=True)
-    return med
 
 
 def main():
@@ -86,7 +58,7 @@ def main():
         print(f"== {label}: mean kv {sum(seqlens) / b:.0f}, max {max(seqlens)}; num_split {package.num_split}; "
               f"model steps in grid order {model_steps(seqlens, package.num_split):.0f}, longest first "
               f"{model_steps(sorted(seqlens, reverse=True), package.num_split):.0f}", flush=True)
-        med = check_and_time(runs, outs, idx, ref, lambda ms: flops / ms / 1e9)
+        med = check_and_time(runs, outs, idx, ref, "float16", lambda ms: flops / ms / 1e9)
         if "ordered" in med and "package" in med:
             print(f"  ordered / package {med['ordered'] / med['package']:.3f}"
                   + (f"   flashmla / ordered {med['flashmla'] / med['ordered']:.3f}" if "flashmla" in med else ""), flush=True)
