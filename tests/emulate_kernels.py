@@ -308,6 +308,26 @@ def block_votes(N, threads=128, guarded=False):
     return block_votes_kernel
 
 
+def block_vote_in_a_role():
+    """A block vote inside one warp-specialised role (threads 0-127 of 256), which the GPU does not
+    allow: the producer's threads never reach that barrier."""
+
+    @T.prim_func
+    def block_vote_in_a_role_kernel(X: T.Tensor((128,), "float32"), Out: T.Tensor((1,), "int32")):
+        with T.Kernel(1, threads=256) as bx:
+            xs = T.alloc_shared((128,), "float32")
+            full = T.alloc_barrier([128])
+            tx = T.get_thread_binding()
+            if tx < 128:      # consumer
+                T.barrier_wait(full[0], 0)
+                Out[bx] = T.syncthreads_count(T.if_then_else(xs[tx] > 0, 1, 0))
+            else:             # producer
+                T.tma_copy(X[0:128], xs, barrier=full[0])
+                T.barrier_arrive(full[0])
+
+    return block_vote_in_a_role_kernel
+
+
 def print_kernel():
     """T.print of a scalar expression, a shared buffer, a fragment and a message."""
 

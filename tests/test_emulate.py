@@ -304,9 +304,13 @@ def test_block_votes_count_or_and_and_agree_on_one_threads_value():
 
 
 def test_a_block_vote_that_only_part_of_the_block_reaches_is_refused():
+    """under an ``if`` on the thread index, and inside one warp-specialised role"""
     with pytest.raises(emulate.UnsupportedConstruct) as ei:
         emulate.run(K.block_votes(256, guarded=True), torch.randn(256), poisoned(2, 4, dtype=torch.int32))
     assert ei.value.construct == "T.syncthreads_count" and "every thread of the block must reach" in str(ei.value)
+    with pytest.raises(emulate.UnsupportedConstruct) as ei:
+        emulate.run(K.block_vote_in_a_role(), torch.randn(128), poisoned(1, dtype=torch.int32))
+    assert ei.value.construct == "T.syncthreads_count" and "128 of the block's 256 threads" in str(ei.value)
 
 
 def test_warp_specialised_producer_consumer():

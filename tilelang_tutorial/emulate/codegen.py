@@ -562,8 +562,8 @@ class CodeGen:
                 raise UnsupportedConstruct(f"T.syncthreads_{kind} inside T.Parallel", "a block vote over a value that "
                                            "varies between T.Parallel iterations")
             if self.mask:
-                raise UnsupportedConstruct(f"T.syncthreads_{kind}", "under a condition on the thread index: on the "
-                                           "GPU every thread of the block must reach this barrier")
+                raise UnsupportedConstruct(f"T.syncthreads_{kind}", "under a condition that differs between threads: "
+                                           "on the GPU every thread of the block must reach this barrier")
             return Ex(f"_rt.block_vote({kind!r}, {p.code}, {self.tids}, {self.nthreads})", frozenset(), dt)
         if name in ("tl.shfl_xor_sync", "tl.shfl_down_sync", "tl.shfl_up_sync", "tl.shfl_sync"):
             kind = {"tl.shfl_xor_sync": "xor", "tl.shfl_down_sync": "down", "tl.shfl_up_sync": "up",
