@@ -45,6 +45,21 @@ from .runtime import (  # noqa: E402
     gpu_available, mode, require_gpu, run, set_arch, target, use_arch_among,
 )
 
+#: The tutorial's helpers, reached from the one import a notebook makes (``import tilelang_tutorial
+#: as tt``; ``tt.checks.compare(...)``): each module is imported when first used.
+_SUBMODULES = ("checks", "eager", "emulate", "inspector", "layouts", "lessons", "results", "timing")
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        import importlib
+
+        module = importlib.import_module(f".{name}", __name__)
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'tilelang_tutorial' has no attribute {name!r}")
+
+
 __all__ = [
     "REQUIRED_TILELANG", "TileLangVersionError", "ACCEPTED_ARCHS", "arch_override",
     "compile_kernel", "current_arch", "describe_mode", "force_emulation", "gpu_available", "mode",

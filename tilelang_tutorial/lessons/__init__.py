@@ -20,6 +20,7 @@ Adding a lesson is described in ``docs/adding-a-lesson.md``.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -123,3 +124,10 @@ def notebook_path(lesson):
 
     module = load(lesson) if isinstance(lesson, str) else lesson
     return Path(__file__).resolve().parents[2] / "notebooks" / module.NOTEBOOK
+
+
+def __getattr__(name):
+    """``tt.lessons.tiles``: a lesson's package, imported when first used."""
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
