@@ -4,16 +4,16 @@
 # tilelang_tutorial/lessons/mla/flashmla_peer.cu, for sm_90a. The mla benchmark records FlashMLA as a
 # peer when the library is there (the device tool carries .gpu/ with it).
 #
-#   bash docs/measurements/runner/build_flashmla_peer.sh FLASHMLA_GIT CUTLASS_GIT [OUT]
+#   bash tools/gpu/build_flashmla_peer.sh FLASHMLA_GIT CUTLASS_GIT [OUT]
 #
 # FLASHMLA_GIT, CUTLASS_GIT: git directories (clones, or the bare mirrors the fetch tool makes) of
 # github.com/deepseek-ai/FlashMLA and github.com/NVIDIA/cutlass. FlashMLA is built at FLASHMLA_REV
-# (default HEAD; measured with 9241ae3), CUTLASS at the commit FlashMLA's tree pins as its submodule.
+# (default HEAD; known to build at 9241ae3), CUTLASS at the commit FlashMLA's tree pins as its submodule.
 # The nvcc flags are FlashMLA's setup.py's (less -lineinfo and the ptxas warnings). No -lcuda (a
 # machine without a GPU has no driver library): CUTLASS reaches the driver's cuTensorMapEncodeTiled
 # through the CUDA runtime's entry-point lookup, which nvcc links statically.
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../.."
 FLASHMLA_GIT=$1; CUTLASS_GIT=$2; OUT=${3:-.gpu/libflashmla_peer.so}
 rev=$(git -C "$FLASHMLA_GIT" rev-parse --short "${FLASHMLA_REV:-HEAD}")
 cutlass_rev=$(git -C "$FLASHMLA_GIT" ls-tree "$rev" csrc/cutlass | awk '{print $3}')
