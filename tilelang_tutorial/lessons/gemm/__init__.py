@@ -2,10 +2,9 @@
 
 Kernel :mod:`.kernel` (factory, op, reference), configurations :mod:`.configs`, exercises
 :mod:`.exercises` (transposed B, bias + GELU epilogue), benchmark suites ``gemm`` (the squares),
-``gemm_rule`` (the op through its rule: random shapes drawn afresh, small M), ``gemm_sweep``,
-``gemm_rates`` (:mod:`.bench`) and ``gemm_host`` (:mod:`.host_bench`), the sweep ``gemm_small_m``
-(:mod:`.small_m_sweep`), plots and the reader's kernel beside the records :mod:`.plots`, reading
-generated code :mod:`.reading`. The deep dive ``notebooks/02b_gemm_in_depth.ipynb`` also uses
+``gemm_rule`` (the op through its rule: random shapes drawn afresh, small M), ``gemm_sweep``
+(:mod:`.bench`) and ``gemm_host`` (:mod:`.host_bench`), the reader's kernel beside the records
+:mod:`.plots`, reading generated code :mod:`.reading`. The deep dive ``notebooks/02b_gemm_in_depth.ipynb`` also uses
 :mod:`.rule`, :mod:`.split_k`, :mod:`.gemv` and :mod:`.blackwell`.
 """
 from ... import results
@@ -13,11 +12,8 @@ from ... import results
 NOTEBOOK = "02_gemm_relu.ipynb"
 #: the optional deep dive that follows it (tuning, other architectures, the compiler's tools, split-K)
 EXTRA_NOTEBOOKS = ("02b_gemm_in_depth.ipynb",)
-#: gemm_rates first: the rule that ``gemm`` records through reads it
-SUITES = {"gemm_rates": "bench:run_rates", "gemm": "bench:run", "gemm_rule": "bench:run_rule",
-          "gemm_sweep": "bench:run_sweep", "gemm_host": "host_bench:run"}
-#: explorations (``python -m tilelang_tutorial sweep NAME``): print, record nothing
-SWEEPS = {"gemm_small_m": "small_m_sweep:sweep"}
+SUITES = {"gemm": "bench:run", "gemm_rule": "bench:run_rule", "gemm_sweep": "bench:run_sweep",
+          "gemm_host": "host_bench:run"}
 
 
 def program_of(config: dict):
@@ -54,13 +50,10 @@ def programs_of(record):
 
 
 def measured(record):
-    """What a ``gemm`` / ``gemm_sweep`` / ``gemm_rates`` / ``gemm_rule`` record measured: its
+    """What a ``gemm`` / ``gemm_sweep`` / ``gemm_rule`` record measured: its
     config's program(s) (:func:`programs_of`), and for records of the op, the op's Python."""
-    from . import kernel, split_k
+    from . import kernel
 
-    if record["kernel"] == "splitk_reduce_relu":
-        return [split_k.splitk_reduce_relu_program(record["shape"]["N"], record["config"]["split"],
-                                                   out_dtype=record["dtype"])]
     progs = programs_of(record)
     if record["config"].get("variant") == "rule":
         progs += [kernel.gemm_relu, kernel._plan, kernel.validate_inputs]
@@ -69,7 +62,6 @@ def measured(record):
 
 results.register_suite("gemm", measured)
 results.register_suite("gemm_sweep", measured)
-results.register_suite("gemm_rates", measured)
 results.register_suite("gemm_rule", measured)
 
 

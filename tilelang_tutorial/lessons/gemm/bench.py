@@ -1,6 +1,6 @@
 """Notebook 02's GEMM + ReLU on the GPU: suites ``gemm`` (seed and tuned on the squares and a
 ragged shape), ``gemm_rule`` (the op through its rule on random shapes drawn afresh each run and on
-small M), ``gemm_sweep`` (the tuning grid) and ``gemm_rates`` (each rule candidate's rate).
+small M) and ``gemm_sweep`` (the tuning grid).
 
     python -m tilelang_tutorial bench gemm gemm_rule      # measure and record (on a GPU)
     python -m tilelang_tutorial bench gemm_sweep
@@ -13,12 +13,9 @@ matmul and no extra pass, so matching cuBLAS is the goal). Fresh random inputs, 
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
-import json
 import os
-import sys
 
 from ... import checks, results, runtime, timing
 from . import kernel as gr
@@ -348,9 +345,8 @@ def random_shapes(n: int = 12, seed: int | None = None) -> list[tuple]:
 
 def small_m_shapes(extra: int = 2, seed: int | None = None) -> list[tuple]:
     """M in 1, 16, 64, 80, 128 (fp16) and ``extra`` more M drawn afresh from 2..127 (bf16), each on every
-    width of :data:`SMALL_M_WIDTHS` and on one more (N, K) drawn afresh: multiples of 64 in 2048..8192.
-    The fixed widths alone never asked for N between 2048 and 4096, where 65-128 rows ran at 0.71-0.82x
-    torch (docs/measurements/2026-12-05d/small_m_narrow_n_h100.log)."""
+    width of :data:`SMALL_M_WIDTHS` and on one more (N, K) drawn afresh: multiples of 64 in 2048..8192
+    (the fixed widths alone never ask for N between 2048 and 4096)."""
     import random
 
     rng = random.Random(draw_seed() if seed is None else seed)
@@ -408,10 +404,8 @@ def prebuild_rule(choices, arch=None):
         raise RuntimeError(f"{len(bad)} rule kernels failed to compile, e.g. {j}: {e}") from e
 
 
-#: random shapes per gemm_rule run. 24, not 12 (2026-12-05): M is log-uniform in 1..8192, so 12 draws
-#: put about three shapes between 129 and 1536 rows, the band where an H100 probe found the op below
-#: 0.80x torch at 40 of 134 shapes (docs/performance-log.md, 2026-12-05, second session) -- too few
-#: for "none below 0.80" to be judged on
+#: random shapes per gemm_rule run: M is log-uniform in 1..8192, and 24 draws put about six shapes
+#: between 129 and 1536 rows, enough for the goal "none below 0.80x torch" to be judged on
 RANDOM_COUNT = 24
 
 
@@ -561,9 +555,6 @@ def run_rule(quick: bool = False) -> results.Run:
     """Suite ``gemm_rule``: the op through the rule on the random set (drawn afresh) and the small-M
     set, each shape against torch relu(a @ b) measured in the same run."""
     runtime.require_gpu("the gemm_rule benchmark")
-    from . import rule
-
-    rule.measured_rates.cache_clear()
     gr.clear_plans()
     prov = results.provenance(RULE_COMMAND + (" --quick" if quick else ""))
     sets, seed = rule_sets(quick)
@@ -575,94 +566,3 @@ def run_rule(quick: bool = False) -> results.Run:
         print(f"{len(skipped)} shape(s) not recorded: their timing methods disagreed", flush=True)
     return results.Run(out, prov, goals=list(GOALS),
                        notes={"seed": seed, "shapes": [list(s) + [n] for n, s in sets], "not_recorded": skipped})
-
-
-# ---------------------------------------------------------------------------------------------
-# gemm_rates: what the rule is fed (each candidate tile's step time, the split-K reduction's cost)
-# ---------------------------------------------------------------------------------------------
-
-def run_rates(quick: bool = False) -> results.Run:
-    """Suite ``gemm_rates``: every candidate of :mod:`.rule` at 8192^3 fp16 through its compiled
-    kernel (the step time the rule's model uses), and the split-K reduction at a small shape (its
-    fixed cost), with the copy bandwidth the model divides bytes by."""
-    import torch
-
-    from . import rule, split_k
-
-    runtime.require_gpu("the gemm_rates sweep")
-    prov = results.provenance("python -m tilelang_tutorial bench gemm_rates")
-    ceil = timing.measure_ceilings()
-    arch = runtime.current_arch()
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    n = rule.RATES_SIZE
-    cands = {name: cfg for name, cfg in rule.CANDIDATES.items() if rule.fits(cfg, arch)}
-    kernels = compile_many([(n, n, cfg, "float16") for cfg in cands.values()], verbose=False)
-    a, b = _inputs(n, n, n, "float16")
-    c = torch.empty((n, n), dtype=a.dtype, device="cuda")
-    out = []
-    for name, cfg in cands.items():
-        k = kernels[(n, n, cfg, "float16")]
-        if isinstance(k, Exception):
-            raise RuntimeError(f"rule candidate {name} does not compile: {k}") from k
-        cmp = _check(k, a, b, "float16")
-        t = timing.measure(lambda: k(a, b, c))
-        rate = tflops(n, n, n, t.ms)
-        rec = results.make_record(
-            suite="gemm_rates", kernel="gemm_relu", config=dict(cfg.as_dict(), candidate=name, arch=arch),
-            shape={"M": n, "N": n, "K": n}, dtype="float16", metric="throughput", value=rate, unit="TFLOP/s",
-            latency_ms=t.ms, timing=t, flops=2.0 * n ** 3, nbytes=6.0 * n * n,
-            ceiling={"name": f"cuBLAS float16 matmul {ceil.matmul_size}^3 (measured)",
-                     "value": ceil.matmul_tflops["float16"], "unit": "TFLOP/s"},
-            correctness={"rel_error": cmp.rel_error, "unwritten": cmp.unwritten, "ok": cmp.ok})
-        rec["copy_gbps"] = ceil.copy_gbps
-        rec["step_us"] = rule.step_us(rate, cfg, sms)
-        rec["sm_count"] = sms
-        out.append(rec)
-        print(f"rate {name:<12} {cfg.name:<44} {rate:6.0f} TFLOP/s  step {rec['step_us']:.3f} us  "
-              f"[{'ok' if cmp.ok else 'WRONG'}]", flush=True)
-    del a, b, c
-    # the reduction's fixed cost: its time at a shape where the bytes are negligible
-    M, N, split = 16, 4096, 4
-    partial, reduce = split_k.build_split_k(N, 4096, split, rule.CANDIDATES["narrow"], "float16")
-    w = checks.random_tensor((split, M, N), torch.float32, "cuda")
-    y = checks.poisoned((M, N), torch.float16, "cuda")
-    reduce(w, y)
-    torch.cuda.synchronize()
-    cmp = checks.compare(y, torch.relu(w.sum(0)), tolerance=checks.TOLERANCE["float16"])
-    t = timing.measure(lambda: reduce(w, y))
-    rec = results.make_record(
-        suite="gemm_rates", kernel="splitk_reduce_relu", config={"split": split, "arch": arch},
-        shape={"M": M, "N": N}, dtype="float16", metric="latency", value=t.ms * 1e3, unit="us",
-        latency_ms=t.ms, timing=t, nbytes=float(split * M * N * 4 + M * N * 2), ceiling=None,
-        correctness={"rel_error": cmp.rel_error, "unwritten": cmp.unwritten, "ok": cmp.ok})
-    rec["sm_count"] = sms
-    rec["copy_gbps"] = ceil.copy_gbps
-    out.append(rec)
-    print(f"split-K reduction (split {split}, {M} x {N}): {t.ms * 1e3:.1f} us [{'ok' if cmp.ok else 'WRONG'}]",
-          flush=True)
-    return results.Run(out, prov)
-
-
-def summary_table(records) -> str:
-    """The closing table: size, dtype, seed, tuned, torch, cuBLAS (TFLOP/s) and ratios."""
-    rows = {}
-    for r in records:
-        get = r.get if hasattr(r, "get") else r.__getitem__
-        s = get("shape")
-        key = (s["M"], s["N"], s["K"], get("dtype"))
-        variant = get("config").get("variant", get("kernel"))
-        rows.setdefault(key, {})[variant] = r
-    lines = [f"{'M x N x K':<18} {'dtype':<9} {'seed':>6} {'tuned':>6} {'torch':>6} {'cuBLAS':>7} "
-             f"{'tuned/torch':>11} {'tuned/cuBLAS':>12} {'seed/torch':>10}"]
-    for key in sorted(rows):
-        v = rows[key]
-        seed, tuned = v.get("seed"), v.get("tuned")
-        any_rec = tuned or seed
-        f = lambda rec, k="value": f"{rec[k]:.0f}" if rec else "-"  # noqa: E731
-        ratio = lambda rec, k: f"{rec[k]:.2f}" if rec and rec[k] is not None else "-"  # noqa: E731
-        lines.append(
-            f"{f'{key[0]}x{key[1]}x{key[2]}':<18} {key[3]:<9} {f(seed):>6} {f(tuned):>6} "
-            f"{any_rec['reference']['value']:6.0f} {any_rec['ceiling']['value']:7.0f} "
-            f"{ratio(tuned, 'ratio_to_reference'):>11} {ratio(tuned, 'ratio_to_ceiling'):>12} "
-            f"{ratio(seed, 'ratio_to_reference'):>10}")
-    return "\n".join(lines)

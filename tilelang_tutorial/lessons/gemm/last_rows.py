@@ -2,9 +2,8 @@
 
 Notebook 02's kernel loads each block's ``block_M`` rows of ``A`` as one TMA box starting at row
 ``by * block_M``; where that box runs past ``M`` the TMA unit fills the missing rows with zeros.
-The fill is correct but not free: on the H200 the kernel's time grows with the number of filled
-rows (at ``N = K = 4096`` the 64 x 64 tile took 28.1 us at M = 65 and 22.5-22.6 us from M = 104 to 128,
-where torch stays near 20 us; ``docs/performance-log.md``, 2026-12-01 night). Three kernels avoid it:
+The fill is correct but not free: the kernel's time grows with the number of filled rows. Three
+kernels avoid it:
 
 * :func:`clamped_program`: the last row of tiles starts at ``m - block_M`` instead, so its box
   lies inside ``A`` whenever ``m >= block_M``. Its first rows are rows the tile above also
@@ -20,10 +19,9 @@ where torch stays near 20 us; ``docs/performance-log.md``, 2026-12-01 night). Th
 Past 128 rows the rows are wasted another way: ``wgmma`` is 64 rows tall per warpgroup, so 275
 rows take three 128-row tiles, the third 19 rows full. :func:`swapped_program` puts M on the
 instruction's *width* instead (any multiple of 8 up to 256): it computes ``C^T = B^T A^T``, so 275
-rows become two tiles 144 wide; :func:`swapped_partial_program` is its split-K partial kernel.
+rows become two tiles 144 wide.
 
-``rule.choose`` says which kernel a shape gets (``GemmChoice.last_rows``); notebook 02b,
-section 9, shows them and what they measured.
+``rule.choose`` says which kernel a shape gets (``GemmChoice.last_rows``); notebook 02b shows them.
 """
 # No `from __future__ import annotations`: T.prim_func evaluates the kernel's annotations.
 import functools
@@ -231,43 +229,6 @@ def swapped_program(M, N, K, block_M=144, block_N=128, block_K=64, num_stages=4,
     return gemm_relu_swapped
 
 
-def swapped_partial_program(N, K, split, block_M=144, block_N=128, block_K=64, num_stages=4, threads=256,
-                            policy="FullRow", in_dtype="float16", accum_dtype="float32"):
-    """:func:`.split_k.gemm_partial_program` computed as :func:`swapped_program` computes C:
-    ``W[s]^T = B[Ks, :]^T A[:, Ks]^T`` for each of ``split`` slices Ks of K, each block's fp32 tile
-    stored transposed through shared memory into ``W[s]`` (dynamic M); split_k's reduction then
-    adds the slices, applies the ReLU and casts. For a swapped tile that makes few blocks over a long
-    K (``rule.split_few_swapped``)."""
-    m = T.dynamic("m")
-    k_steps = -(-K // block_K)
-    steps_per_split = -(-k_steps // split)
-    warp_policy = getattr(T.GemmWarpPolicy, policy)
-
-    @T.prim_func
-    def gemm_partial_swapped(
-        A: T.Tensor((m, K), in_dtype),
-        B: T.Tensor((K, N), in_dtype),
-        W: T.Tensor((split, m, N), accum_dtype),
-    ):
-        # grid x walks N (the tensor cores' rows), y walks M (their width), z the slices of K
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(m, block_M), split, threads=threads) as (bx, by, bz):
-            A_shared = T.alloc_shared((block_M, block_K), in_dtype)
-            B_shared = T.alloc_shared((block_K, block_N), in_dtype)
-            acc = T.alloc_fragment((block_N, block_M), accum_dtype)
-            T.clear(acc)
-            for ko in T.Pipelined(steps_per_split, num_stages=num_stages):
-                k0 = (bz * steps_per_split + ko) * block_K     # a last slice past K reads zeros
-                T.copy(A[by * block_M, k0], A_shared)
-                T.copy(B[k0, bx * block_N], B_shared)
-                T.gemm(B_shared, A_shared, acc, transpose_A=True, transpose_B=True, policy=warp_policy)
-            W_shared = T.alloc_shared((block_M, block_N), accum_dtype)
-            for i, j in T.Parallel(block_N, block_M):
-                W_shared[j, i] = acc[i, j]                     # the transpose back, still fp32
-            T.copy(W_shared, W[bz, by * block_M, bx * block_N])
-
-    return gemm_partial_swapped
-
-
 def short_rows(M: int) -> int:
     """The short box's height for M <= 64 rows: M rounded up to a multiple of 8 (the swizzle's row group)."""
     return max(8, -(-M // 8) * 8)
@@ -300,8 +261,6 @@ def program_for(last_rows: str, a_rows: int = 0):
 
 def partial_for(last_rows: str, a_rows: int = 0):
     """The split-K partial factory for a choice (None: split_k's ``gemm_partial_program``)."""
-    if last_rows == "swapped":
-        return swapped_partial_program
     return _bound(short_partial_program, a_rows) if last_rows == "short" else None
 
 

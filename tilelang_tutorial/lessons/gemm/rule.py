@@ -1,29 +1,28 @@
-"""Which configuration ``gemm_relu`` uses for a shape: a rule, fed by measured rates.
+"""Which kernel ``gemm_relu`` runs for a shape: a short rule, every branch measured on the H200.
 
-One tuned tile for every shape loses where the tile count quantises badly against the SM count
-(a 2048 x 2648 C holds 16 x 11 = 176 tiles of 128 x 256: two waves on 132 SMs, the second 1/3
-full) and where M x N is small (M = 16: a single row of tiles, most SMs idle). The rule prices
-each candidate tile -- and, for the narrow tile, each split of K -- with a two-term model and
-picks the cheapest:
+* Shared memory first: a configuration that does not fit the architecture's blocks is fitted
+  (:func:`fitted`: fewer stages, then smaller tiles); the seed fitted that way is
+  :func:`seed_config` (a T4 gets the seed with two stages).
+* N or K not a multiple of 8 (rows that are not 16-byte aligned, which TMA cannot load): the seed,
+  whose predicated loads compile and run for any N and K.
+* Anything but Hopper (sm_90a): the seed.
+* On Hopper (:func:`measured_choice`) the question is how many blocks stream B: about one per SM
+  (132), without splitting K where N gives enough blocks.
 
-    time = max(compute, memory) + reduce
-    compute = waves x steps per block x step time        waves = ceil(blocks / SMs)
-    memory  = (A + B + C [+ the split partials]) bytes / copy bandwidth
-    reduce  = the split-K reduction kernel (0 without a split)
-
-The step time of each candidate and the reduction's fixed cost are *measured*: the suite
-``gemm_rates`` (``python -m tilelang_tutorial bench gemm_rates``) times every candidate at
-8192^3 on the GPU and records them in ``results/gemm_rates.json``; the rule reads those records.
-Where nothing was measured for the architecture (or a record is stale), the rule takes the
-seed configuration and says so; on an architecture whose blocks have less shared memory than the
-seed's 96 KiB (a T4: 64 KiB) it takes the seed with fewer stages (:func:`seed_config`). Shapes that TMA cannot describe
-(N or K not a multiple of 8 for 16-bit data) take the seed configuration too: its loads fall
-back to predicated copies, which compile and run for any N and K.
+  - M = 1 and N >= 4096: the GEMV kernel (:mod:`.gemv`).
+  - M <= 64: one row of 64-row tiles, 32 to 128 wide (K split 2 or 4 where N gives few blocks and
+    K >= 4096), A's boxes only M rows tall (rounded up to 8; :mod:`.last_rows`).
+  - 64 < M <= 128: two rows of 64-row tiles (the second clamped to end at row M) or one row of
+    128-row tiles whose A comes as two 64-row boxes; K split on 128 x 64 tiles where two rows of
+    64 x 32 tiles would make a second wave.
+  - M > 128: of the tuned tile and the other tiles of :data:`LARGE_M_TILES`, the fewest waves x
+    tile time at each tile's measured rate; with fewer than :data:`FEW_BLOCKS` blocks over a long K,
+    the tile and split of K with the most blocks in one wave; then the swapped kernel (M on the
+    tensor-core instruction's width) where :data:`SWAP_MODEL` predicts it faster.
 """
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from dataclasses import dataclass
 
@@ -31,41 +30,18 @@ from ... import runtime
 from . import last_rows
 from .configs import SEED_CONFIG, TUNED_CONFIGS, GemmConfig
 
-#: Whether ``choose`` uses the model. Off: its first pick measured on the H200 (2026-11-30,
-#: ``docs/performance-log.md``; the run's log is ``docs/measurements/2026-11-30/bench_d.log``) ran
-#: at 0.30x torch -- M = 3, N = 4624, K = 4704, the narrow tile with K split 3: about 81 us where
-#: the model predicted 18 us -- so until a sweep validates it shape by shape, ``gemm_relu`` keeps
-#: the configurations measured on the squares (the tuned tile, at or above torch there; the seed
-#: where rows are unaligned or shared memory is small). The model, its measured rates and the
-#: split-K path stay here, tested, for that sweep (notebook 02b, section 9).
-MODEL_ENABLED = False
-
-RATES_SUITE = "gemm_rates"
-RATES_SIZE = 8192
-
-#: The tiles the rule chooses among (name -> config). "tuned" and "seed" are notebook 02's; the
-#: narrow tile (one 64-row warpgroup) is for small M, alone or with K split.
-CANDIDATES = {
-    "tuned": TUNED_CONFIGS["float16"],
-    "seed": SEED_CONFIG,
-    "narrow": GemmConfig(block_M=64, block_N=128, block_K=64, num_stages=4, threads=128, policy="Square",
-                         swizzle_panel=4, swizzle_order="column"),
-    "narrow_wide": GemmConfig(block_M=64, block_N=256, block_K=64, num_stages=3, threads=128, policy="Square",
-                              swizzle_panel=4, swizzle_order="column"),
-}
-#: the candidates that may split K (their partials are fp32 (split, M, N) tensors)
-SPLITTABLE = ("narrow",)
-SPLITS = (2, 3, 4, 6, 8, 12, 16)
-
+#: one 64-row warpgroup on 64 x 128 tiles: the small-M tile of the split-K pair in notebook 02b
+NARROW = GemmConfig(block_M=64, block_N=128, block_K=64, num_stages=4, threads=128, policy="Square",
+                    swizzle_panel=4, swizzle_order="column")
 
 @dataclass(frozen=True)
 class GemmChoice:
     """What ``gemm_relu`` runs for one shape, and why."""
 
-    name: str                   # a key of CANDIDATES
+    name: str                   # the tile's name (SMALL_M_TILES, LARGE_M_TILES, ...)
     config: GemmConfig
     split: int                  # 1: the plain kernel; >= 2: split-K + reduction
-    predicted_us: float | None  # the model's time (None when no rates were measured)
+    predicted_us: float | None  # the time the rule estimated (None: a fixed branch)
     why: str
     gemv: tuple = ()            # the GEMV kernel's knobs ((name, value), ...) when it runs that instead
     last_rows: str = "filled"   # the last row of tiles (last_rows.PROGRAMS): "filled" (notebook 02's
@@ -137,41 +113,8 @@ def seed_config(arch: str) -> GemmConfig:
     return fitted(SEED_CONFIG, arch)
 
 
-@functools.lru_cache(maxsize=None)
-def measured_rates(arch: str):
-    """``({candidate: step time in us}, reduce fixed cost in us, copy GB/s, sm_count, provenance)``
-    from the current ``gemm_rates`` records of ``arch``, or None when there are none."""
-    from ... import results
-    from .. import load
-
-    load("gemm")                                      # registers the suite (what makes staleness checkable)
-    recs = results.find(RATES_SUITE, config=lambda c: isinstance(c, dict) and c.get("arch") == arch)
-    steps = {r["config"]["candidate"]: r["step_us"] for r in recs if r["kernel"] == "gemm_relu"}
-    reduce = [r["latency_ms"] * 1e3 for r in recs if r["kernel"] == "splitk_reduce_relu"]
-    if not steps or not reduce:
-        return None
-    r0 = recs[0]
-    return steps, min(reduce), r0["copy_gbps"], r0["sm_count"], r0.label()
-
-
-def step_us(rate_tflops: float, config: GemmConfig, sm_count: int) -> float:
-    """One block's time for one K step when every SM runs one block, from a measured throughput."""
-    flops_per_step = 2.0 * config.block_M * config.block_N * config.block_K
-    return flops_per_step * sm_count / (rate_tflops * 1e12) * 1e6
-
-
-def predict_us(M, N, K, config: GemmConfig, split: int, step: float, reduce_us: float, copy_gbps: float,
-               sm_count: int, elem: int = 2) -> float:
-    """The model's time for one shape, configuration and split (microseconds)."""
-    blocks = math.ceil(M / config.block_M) * math.ceil(N / config.block_N) * split
-    steps = math.ceil(math.ceil(K / config.block_K) / split)
-    compute = math.ceil(blocks / sm_count) * steps * step
-    nbytes = (M * K + K * N + M * N) * elem + (2 * split * M * N * 4 if split > 1 else 0)
-    memory = nbytes / (copy_gbps * 1e9) * 1e6
-    return max(compute, memory) + (reduce_us if split > 1 else 0.0)
-
-
 def choose(M: int, N: int, K: int, dtype: str = "float16", arch: str | None = None) -> GemmChoice:
+    """What ``gemm_relu`` runs for ``(M, N, K)`` in ``dtype`` on ``arch`` (the module docstring's rule)."""
     arch = arch or runtime.current_arch()
     seed = seed_config(arch)
     seed_note = ("" if seed == SEED_CONFIG else
@@ -182,22 +125,12 @@ def choose(M: int, N: int, K: int, dtype: str = "float16", arch: str | None = No
         return GemmChoice("seed", seed, 1, None,
                           f"N={N} or K={K} is not a multiple of 8: rows are not 16-byte aligned, so TMA cannot "
                           "load them; the seed configuration's predicated loads work for any N and K" + seed_note)
-    rates = measured_rates(arch) if MODEL_ENABLED else None
-    if rates is None:
-        if arch == "sm_90a" and fits(TUNED_CONFIGS[dtype], arch):
-            return measured_choice(M, N, K, dtype)
-        cfg = seed
-        why = ("the model is off (MODEL_ENABLED)" if not MODEL_ENABLED else f"no gemm_rates measured for {arch}")
-        return GemmChoice("seed", cfg, 1, None,
-                          f"{why}, and the small-M path was measured on the H200 only: the seed configuration "
-                          + (f"(it fits {arch}'s shared memory)" if seed == SEED_CONFIG else seed_note[1:]))
-    return model_choice(M, N, K, arch, rates)
+    if arch == "sm_90a" and fits(TUNED_CONFIGS[dtype], arch):
+        return measured_choice(M, N, K, dtype)
+    return GemmChoice("seed", seed, 1, None,
+                      f"the rule's tiles were measured on Hopper only: the seed configuration on {arch} "
+                      + (f"(it fits {arch}'s shared memory)" if seed == SEED_CONFIG else seed_note[1:]))
 
-
-# ------------------------------------------------------------------------------------------------
-# The path the op takes on Hopper (sm_90a): fitted to the sweep gemm_small_m on the H200
-# (2026-12-01; `python -m tilelang_tutorial sweep gemm_small_m`, its figures in docs/performance-log.md)
-# ------------------------------------------------------------------------------------------------
 
 def _tile(block_M, block_N, block_K, num_stages):
     return GemmConfig(block_M=block_M, block_N=block_N, block_K=block_K, num_stages=num_stages, threads=128,
@@ -215,6 +148,8 @@ SMALL_M_TILES = {
 }
 #: the GEMV kernel (gemv.py) for one row: 32 columns per block, 64 lanes of K, 8 rows in flight
 GEMV_ONE_ROW = (("max_m", 1), ("block_N", 32), ("k_lanes", 64), ("unroll", 8))
+
+
 def _tall_tile(block_N, num_stages, block_M=256):
     """A 256-row tile: two consumer warpgroups of 128 rows each (FullRow), C stored by TMA; or a
     192-row one: three consumer warpgroups of 64 rows (384 threads)."""
@@ -223,23 +158,16 @@ def _tall_tile(block_N, num_stages, block_M=256):
                       swizzle_panel=8, swizzle_order="row", store_via_shared=True)
 
 
-#: tiles for M > 128 and their measured throughput on the H200, fp16. The first three at 4096^3
-#: (results/gemm_sweep.json for the tuned and the 128 x 128 x 128 tiles, results/gemm_rates.json for
-#: the narrow 64 x 128 tile). The 256-row tiles, 128 to 192 wide, are the widths cuBLAS's kernels
-#: use to fill one wave where 128-row tiles make two or three (256 x 144, 192 x 112, 288 x 128 at the
-#: shapes where the op trailed torch): their rates are at four full waves (24 x 22 tiles, K = 4096),
-#: where the tuned tile read 667 rather than 730, so they win only with a margin
-#: (docs/measurements/2026-12-02b/gemm_waves.log). The 192 x 192 tile (three consumer warpgroups)
-#: covers C closer where the others leave much of a last wave empty: its rate, 684, is from a later
-#: run (docs/measurements/2026-12-06/two_waves_rates.log), where the tuned tile read 694 and the
-#: 256 x 192 683, so against the older rates above it wins only by its fill. Timed against the pick
-#: it displaced at the shapes where it is taken (two_waves_fresh_6.log, H200; 2026-12-05d's two H100
-#: logs): 1.14-1.30x faster at all 5; it is not taken at the 21 others, where it was the slower at 12.
+#: tiles for M > 128 and their measured throughput (TFLOP/s, fp16, H200): the tuned tile and the
+#: 128 x 128 x 128 one at 4096^3 (results/gemm_sweep.json), the others at full waves. The 256-row
+#: tiles, 128 to 192 wide, fill one wave where 128-row tiles make two or three (the widths cuBLAS's
+#: kernels use there); the 192 x 192 tile (three consumer warpgroups) covers C closer where the
+#: others leave much of a last wave empty.
 LARGE_M_TILES = (
     ("tuned", None, 730.0),
     ("m128n128k128t256", GemmConfig(block_M=128, block_N=128, block_K=128, num_stages=3, threads=256, policy="Square",
                                     swizzle_panel=8, swizzle_order="row"), 581.0),
-    ("narrow", CANDIDATES["narrow"], 440.0),
+    ("narrow", NARROW, 440.0),
     ("m256n128", _tall_tile(128, 4), 647.0),
     ("m256n144", _tall_tile(144, 4), 627.0),
     ("m256n160", _tall_tile(160, 4), 672.0),
@@ -257,31 +185,7 @@ def _blocks(M, N, config, split=1):
 
 
 def measured_choice(M: int, N: int, K: int, dtype: str = "float16", swap: bool = True) -> GemmChoice:
-    """The Hopper path. B (N x K) is what a small-M call must read, so the question is how many
-    blocks stream it: about one per SM (132 on the H200) without splitting K where N allows.
-
-    * M = 1 and N >= 4096: the GEMV kernel (N / 32 >= 128 blocks; no tensor-core tile of 64 rows).
-    * M <= 64: one row of 64-row blocks, A's boxes only M rows tall (rounded up to 8; the tile's
-      rows past them are never loaded) where that is fewer than 64. N / 64 >= 100 blocks: 64-wide tiles, or for a large B
-      (N x K >= 40 M elements) with M <= 32, 128-wide tiles with K split 2; N / 64 >= 48: 64-wide
-      tiles (128 deep in K up to 16 rows; 32-wide, 256 deep, at M > 32 when that still gives at
-      most 160 blocks); fewer
-      blocks and K >= 4096: 64-wide tiles with K split 2 or 4 (about 128 blocks); otherwise the
-      64-wide tile as it is.
-    * 64 < M <= 128: two rows of 64 x 64 blocks where that makes 100 to 132 blocks, else a
-      128 x 64 tile where N / 64 > 66 (its A loaded as two 64-row boxes that end by row M), else two
-      rows of 64 x 32 blocks; every second row clamped to end at row M (:mod:`.last_rows`: no rows
-      past M loaded). Where two rows of 64 x 32 blocks would be more than one wave (N > 2112) and
-      K >= 4096, 128 x 64 tiles with K split as far as one wave holds (:func:`_most_blocks_in_one_wave`).
-    * M > 128: of the tuned, a 128 x 128, the 64 x 128 tile, five 256-row tiles 128 to 192
-      wide and a 192 x 192 tile, the fewest waves x tile time at each tile's measured rate; where that makes fewer
-      than 100 blocks and K >= 4096, the candidate (tile x split of K 1-4) with the most blocks
-      within one wave (:func:`_few_blocks_split`). Then (unless ``swap`` is False: the pick the
-      swap is weighed against) the swapped kernel, M on ``wgmma``'s width, where
-      :data:`SWAP_MODEL` predicts it faster (:func:`swapped_or`; up to about 2048 rows).
-
-    :data:`NEXT_RULE` (off until an H200 records it) changes three of these; see there.
-    """
+    """The Hopper branch of the rule (the module docstring); ``swap=False``: never the swapped kernel."""
     tiles = SMALL_M_TILES
     if M == 1 and N >= 4096:
         return GemmChoice("gemv", SEED_CONFIG, 1, None,
@@ -294,9 +198,6 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16", swap: bool =
         return dataclasses.replace(choice, last_rows="short", a_rows=rows,
                                    why=f"{choice.why}; A's boxes {rows} rows tall, not 64")
     if M <= 128:
-        pending = _next_rule_65_128(M, N, K, tiles, swap) if NEXT_RULE else None
-        if pending is not None:
-            return pending
         if math.ceil(N / 64) >= 100:
             return _pick("m128n64k64s6", tiles["m128n64k64s6"], 1, M, N,
                          "128 x 64 tiles, A in two 64-row boxes that end by row M", "two boxes")
@@ -309,9 +210,7 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16", swap: bool =
                          "64-row boxes that end by row M", "two boxes")
         if 2 * math.ceil(N / 32) > SM_COUNT and K >= SPLIT_MIN_K:
             # two rows of 64 x 32 tiles would be a second wave: 128 x 64 tiles with K split as far as
-            # one wave holds. Measured on an H100 (docs/measurements/2026-12-05d/small_m_narrow_n_h100.log,
-            # every kernel in the same run): at N = 2560 and 3072 (160 and 192 blocks of 64 x 32)
-            # those ran at 0.71-0.82x torch and this at 0.88-1.05x; splits past one wave at 0.73-0.90x.
+            # one wave holds
             _, tile, split = _most_blocks_in_one_wave(M, N, K, {"m128n64k64s6": tiles["m128n64k64s6"]})
             if split > 1:
                 return _pick("m128n64k64s6", tile, split, M, N,
@@ -338,72 +237,6 @@ def measured_choice(M: int, N: int, K: int, dtype: str = "float16", swap: bool =
 #: past 128 rows, a waves pick with fewer blocks than this leaves SMs idle for the whole of a long K
 FEW_BLOCKS = 100
 
-# ------------------------------------------------------------------------------------------------
-# The next rule: three changes measured on H100s only, off until an H200 records gemm_rule with them
-# ------------------------------------------------------------------------------------------------
-
-#: Off: ``choose`` is the rule that ``results/gemm_rule.json`` recorded on the H200 (a test holds
-#: every record to today's rule, and 02b reads those records). On: three changes, each measured on
-#: H100s against the pick it replaces, every kernel checked on a poisoned C (``docs/performance-log.md``,
-#: 2026-12-06, second and third sessions; the logs in ``docs/measurements/2026-12-06b`` and ``-06c``):
-#:
-#: * 65-128 rows and 2432 < N <= 8448: the swapped kernel on 64 rows of N per block, M rounded up to
-#:   16 on ``wgmma``'s width (39-132 blocks, one wave) -- faster than the pick at all 11 such shapes
-#:   of the probe, 1.03-1.36x (73 x 7344 x 3512 bf16: 33.8 against 42.9 us), and in a second run
-#:   (6 shapes drawn afresh) at all 12 where it swapped; at N = 2048-2112 (32-33 blocks) it was the
-#:   slower at 3 of 4 (:func:`_next_rule_65_128`);
-#: * 65-128 rows, N <= 2112 and K >= :data:`LONG_K`: 128 x 64 tiles with K split as far as one wave
-#:   holds where that makes at least :data:`FEW_BLOCKS` blocks (80 x 2048 x 8192: 27.5 against 28.5 us
-#:   for two rows of 64 x 32; on the H200 faster at 5 of 6 such shapes, ``docs/measurements/2026-12-06/
-#:   small_m_narrow_n.log``);
-#: * a swapped tile on 64 rows of N with at most half a wave of blocks over K >= :data:`SPLIT_MIN_K`:
-#:   K split as far as one wave holds (:func:`split_few_swapped`; the partial kernel
-#:   :func:`.last_rows.swapped_partial_program`) -- faster than the unsplit tile at all 5 such shapes
-#:   timed beside it, 1.04-1.50x (130 x 696 x 8168 bf16: 20.2 against 30.4 us).
-#:
-#: Turned on in the same commit as an H200 ``gemm_rule`` record made with it (the runner's step
-#: ``next-rule`` turns it on in the device's copy).
-NEXT_RULE = False
-#: 65-128 rows: the swapped kernel where N lies in this range (N / 64 blocks: 39 to 132)
-SWAP_ROWS_65_128_N = (2432, 8448)
-#: 65-128 rows: a K this long is split on 128 x 64 tiles even where two rows of 64 x 32 make one wave
-LONG_K = 8192
-
-
-def _next_rule_65_128(M, N, K, tiles, swap=True):
-    """The next rule's pick at 64 < M <= 128 (:data:`NEXT_RULE`), or None where it keeps today's
-    (``swap`` False: never the swapped kernel, the pick a swapped record is timed beside)."""
-    if swap and SWAP_ROWS_65_128_N[0] < N <= SWAP_ROWS_65_128_N[1]:
-        width = math.ceil(M / 16) * 16
-        config = swapped_config(64, width)
-        choice = GemmChoice(f"swap64x{width}", config, 1, SWAP_MODEL.predict_us(M, N, K, width, 64),
-                            f"M = {M}: the swapped kernel (C^T = B^T A^T), M rounded up to {width} on wgmma's "
-                            f"width, 64 columns of N per block ({_blocks(M, N, config)} blocks)", last_rows="swapped")
-        return split_few_swapped(choice, M, N, K)
-    if K >= LONG_K and N <= 2112:
-        _, tile, split = _most_blocks_in_one_wave(M, N, K, {"m128n64k64s6": tiles["m128n64k64s6"]})
-        if split > 1 and _blocks(M, N, tile, split) >= FEW_BLOCKS:
-            return _pick("m128n64k64s6", tile, split, M, N,
-                         f"128 x 64 tiles with K split {split} (K = {K}: long enough that the split's "
-                         "reduction costs less than two rows of 64 x 32 tiles walking all of K)")
-    return None
-
-
-def split_few_swapped(choice: GemmChoice, M, N, K) -> GemmChoice:
-    """A swapped tile on 64 rows of N with at most half a wave of blocks over a long K: K split as
-    far as one wave holds (slices of at least :data:`SPLIT_MIN_SLICE`); ``choice`` otherwise. Only
-    under :data:`NEXT_RULE`."""
-    blocks = _blocks(M, N, choice.config)
-    if (not NEXT_RULE or choice.last_rows != "swapped" or choice.config.block_N != 64
-            or blocks > SM_COUNT // 2 or K < SPLIT_MIN_K):
-        return choice
-    split = max(s for s in FEW_BLOCK_SPLITS if blocks * s <= SM_COUNT and (s == 1 or K // s >= SPLIT_MIN_SLICE))
-    if split == 1:
-        return choice
-    width = choice.config.block_M
-    return dataclasses.replace(
-        choice, split=split, predicted_us=SWAP_MODEL.predict_us(M, N, K, width, 64, split),
-        why=f"{choice.why}; only {blocks} blocks over K = {K}: K split {split} ({blocks * split} blocks, one wave)")
 #: the tiles a few-block shape may split K over (with the waves pick itself), and the splits tried
 FEW_BLOCK_TILES = ("m128n128k128t256", "narrow")
 FEW_BLOCK_SPLITS = (1, 2, 3, 4)
@@ -424,11 +257,7 @@ def _most_blocks_in_one_wave(M, N, K, tiles):
 def _few_blocks_split(M, N, K, name, cfg, blocks, predicted_us):
     """M > 128 whose waves pick makes fewer than FEW_BLOCKS blocks over a long K: of the pick, a
     128 x 128 tile, the 64 x 128 tile and the 64 x 64 x 128 small-M tile, each with K split 1 to 4,
-    the candidate with the most blocks that still fit one wave (fewer splits on a tie). Measured on
-    the H200 (``docs/measurements/2026-12-02b/gemm_splits.log``): at 183 x 1248 x 5024 the pick made
-    30 blocks (0.63x torch) and 120 blocks of 64 x 64 with K split 2 ran 1.04x; at 228 x 2336 x 5672
-    76 blocks (0.72x) and 114 blocks of 128 x 128 split 3 ran 0.91x; in both the fastest candidate
-    was the one with the most blocks at or below 132."""
+    the candidate with the most blocks that still fit one wave (fewer splits on a tie)."""
     large = {n: c for n, c, _ in LARGE_M_TILES}
     tiles = {name: cfg, **{n: large[n] for n in FEW_BLOCK_TILES}, "m64n64k128s4": SMALL_M_TILES["m64n64k128s4"]}
     tile_name, tile, split = _most_blocks_in_one_wave(M, N, K, tiles)      # the pick itself fits one wave
@@ -468,11 +297,8 @@ class TileTimeModel:
         return self.fixed_us + max(compute, l2, dram)
 
 
-#: Fitted on the H200 (2026-12-05) to 193 timings of the swapped kernel at 80 random shapes past
-#: 128 rows (rms log error 0.12), then checked on 48 shapes drawn afresh: choosing by it lifted
-#: the op there from a geomean of 0.854x torch (15 shapes below 0.80) to 0.949x (6); the logs are
-#: docs/measurements/2026-12-05c/. The DRAM figure is the H100's copy rate the fit was written
-#: with; at none of the 193 points was that term the largest.
+#: fitted on the H200 to timings of the swapped kernel at random shapes past 128 rows (rms log
+#: error 0.12); the DRAM term is the H100's copy rate and was never the largest at those points
 SWAP_MODEL = TileTimeModel(rate_tflops_per_sm=6.5, l2_tbps=8.0, fixed_us=8.0, dram_tbps=3.3)
 #: the swapped kernel's tiles: N in 128 (two consumer warpgroups) or 64 rows; M in 1-8 equal
 #: parts, each a multiple of 16 from 32 to 256 wide; 24 to 132 blocks (one wave)
@@ -516,12 +342,11 @@ def swapped_or(choice: GemmChoice, M, N, K) -> GemmChoice:
     if t_swap >= t_pick:
         return choice
     config = swapped_config(block_N, width)
-    return split_few_swapped(GemmChoice(f"swap{block_N}x{width}", config, 1, t_swap,
+    return GemmChoice(f"swap{block_N}x{width}", config, 1, t_swap,
                       f"the swapped kernel (C^T = B^T A^T, M on wgmma's width): {_blocks(M, N, config)} "
                       f"blocks of {width} rows x {block_N} columns, {t_swap:.0f} us by the model against "
                       f"{t_pick:.0f} us for {choice.config.block_M} x {choice.config.block_N}"
-                      + (f" with K split {choice.split}" if choice.split > 1 else ""), last_rows="swapped"),
-                             M, N, K)
+                      + (f" with K split {choice.split}" if choice.split > 1 else ""), last_rows="swapped")
 
 
 def _one_row_choice(M, N, K, tiles):
@@ -548,26 +373,3 @@ def _one_row_choice(M, N, K, tiles):
 def _pick(name, cfg, split, M, N, why, last_rows="filled"):
     return GemmChoice(name, cfg, split, None, f"M = {M}: {why} ({_blocks(M, N, cfg, split)} blocks)",
                       last_rows=last_rows)
-
-
-def model_choice(M: int, N: int, K: int, arch: str, rates) -> GemmChoice:
-    """The model's cheapest candidate and split for one shape, given ``measured_rates(arch)``."""
-    steps, reduce_us, copy_gbps, sm_count, _ = rates
-    best = None
-    for name, cfg in CANDIDATES.items():
-        if name not in steps or not fits(cfg, arch):
-            continue
-        splits = (1,) + (SPLITS if name in SPLITTABLE else ())
-        k_steps = math.ceil(K / cfg.block_K)
-        for split in splits:
-            if split > 1 and k_steps < 2 * split:          # each slice keeps >= 2 steps to pipeline
-                break
-            t = predict_us(M, N, K, cfg, split, steps[name], reduce_us, copy_gbps, sm_count)
-            if best is None or t < best[0] - 1e-9:
-                best = (t, name, cfg, split)
-    if best is None:        # no measured candidate fits this architecture's shared memory
-        return GemmChoice("seed", seed_config(arch), 1, None,
-                          f"none of the measured tiles fits {arch}'s shared memory: the seed configuration")
-    t, name, cfg, split = best
-    return GemmChoice(name, cfg, split, t, f"the model's cheapest of {len(steps)} measured tiles"
-                      + (f" with K split {split} ways" if split > 1 else ""))

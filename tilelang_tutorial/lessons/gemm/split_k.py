@@ -100,18 +100,3 @@ def programs(N, K, split, config: GemmConfig, dtype: str, partial_program=None):
     """The two ``T.prim_func`` s :func:`build_split_k` compiles (what a record measured)."""
     return [(partial_program or gemm_partial_program)(N, K, split, in_dtype=dtype, **_partial_knobs(config)),
             splitk_reduce_relu_program(N, split, out_dtype=dtype)]
-
-
-def gemm_relu_split_k(a, b, split: int, config: GemmConfig, out):
-    """Run the split-K pair on ``a`` (M, K), ``b`` (K, N) into ``out`` (M, N); inputs validated by
-    the caller (:func:`.kernel.gemm_relu`)."""
-    import torch
-
-    M, K = a.shape
-    N = b.shape[1]
-    dtype = str(a.dtype).replace("torch.", "")
-    partial, reduce = build_split_k(N, K, split, config, dtype)
-    workspace = torch.empty((split, M, N), dtype=torch.float32, device=a.device)
-    runtime.run(partial, a, b, workspace)
-    runtime.run(reduce, workspace, out)
-    return out

@@ -1,11 +1,10 @@
 """GEMM + ReLU (notebook 02): compile-only checks on CPU, correctness on a GPU."""
-import math
 import re
 
 import pytest
 import torch
 
-from tilelang_tutorial import checks, notebook_runs, runtime
+from tilelang_tutorial import checks, runtime
 from tilelang_tutorial.lessons.gemm import kernel as gr
 
 GPU = runtime.gpu_available()
@@ -374,16 +373,14 @@ def test_a_large_config_on_an_unaligned_shape_is_one_line_before_compiling(monke
 @pytest.mark.parametrize("arch", runtime.ACCEPTED_ARCHS)
 def test_the_rule_never_picks_a_tile_that_does_not_fit(arch):
     """Every architecture the tutorial knows, sm_75 (a T4's 64 KiB) included, aligned and unaligned
-    shapes, with the model off (the op today) and on (made-up rates for every candidate)."""
+    shapes; and the seed, the tuned and the narrow tile, fitted to each architecture, fit it."""
     shapes = [(1, 4096, 4096), (16, 7168, 2048), (4096, 4096, 4096), (3001, 5000, 4040), (77, 1001, 520)]
     limit = runtime.ARCHS[arch].smem_per_block
-    steps = {name: rule.step_us(500, cfg, 132) for name, cfg in rule.CANDIDATES.items()}
     for shape in shapes:
-        for choice in (rule.choose(*shape, "float16", arch),
-                       rule.model_choice(*shape, arch, (steps, 4.0, 4000.0, 132, "test rates"))):
-            assert rule.smem_bytes(choice.config) <= limit, (arch, shape, choice)
+        choice = rule.choose(*shape, "float16", arch)
+        assert rule.smem_bytes(choice.config) <= limit, (arch, shape, choice)
     assert rule.fits(rule.seed_config(arch), arch)
-    for cfg in rule.CANDIDATES.values():
+    for cfg in (gr.SEED_CONFIG, gr.tuned_config("float16"), rule.NARROW):
         assert rule.fits(rule.fitted(cfg, arch), arch)
 
 
@@ -449,31 +446,14 @@ def test_on_a_t4_the_op_builds_what_fits(monkeypatch):
         runtime.invalidate_mode()
 
 
-def test_the_model_splits_k_when_c_is_small(monkeypatch):
-    """The rule's logic on made-up rates (the real ones come from results/gemm_rates.json)."""
-    steps = {name: rule.step_us(rate, rule.CANDIDATES[name], 132)
-             for name, rate in {"tuned": 700, "seed": 500, "narrow": 450, "narrow_wide": 480}.items()}
-    rates = (steps, 4.0, 4000.0, 132, "test rates")
-    small = rule.model_choice(1, 4096, 4096, "sm_90a", rates)
-    assert small.name == "narrow" and small.split > 1, small
-    big = rule.model_choice(8192, 8192, 8192, "sm_90a", rates)
-    assert big.name == "tuned" and big.split == 1, big
-    # the prediction is monotone in the work
-    assert (rule.model_choice(16, 4096, 4096, "sm_90a", rates).predicted_us
-            < rule.model_choice(16, 4096, 8192, "sm_90a", rates).predicted_us)
-
-
-def test_the_op_takes_the_measured_path_while_the_model_is_off():
-    assert not rule.MODEL_ENABLED
+def test_hopper_takes_the_measured_path_and_other_targets_the_seed():
     assert rule.choose(1, 4096, 4096, "float16", "sm_90a").gemv == rule.GEMV_ONE_ROW
     assert rule.choose(4096, 4096, 4096, "float16", "sm_90a").config == gr.tuned_config("float16")
     assert rule.choose(16, 4096, 4096, "float16", "sm_120").config == gr.SEED_CONFIG
 
 
-#: what the sweep gemm_small_m measured fastest under do_bench (or within 3 % of it, one launch) at
-#: these shapes on the H200, 2026-12-01: the rule must pick it among the tiles those sweeps timed
-#: (``swap=False``: the swapped kernel came later; where the rule takes it instead at these shapes,
-#: test_last_rows.py holds what it measured there)
+#: the tile (and split of K) the H200 measured fastest at each shape, among the tiles without the
+#: swap: the rule (``swap=False``) must pick it
 SWEEP_WINNERS = {
     (1, 4096, 4096): "gemv", (8, 4096, 4096): "m64n64k128s4", (16, 4096, 4096): "m64n64k128s4",
     (32, 4096, 4096): "m64n64k64s8",
@@ -485,10 +465,12 @@ SWEEP_WINNERS = {
     (128, 8192, 8192): "m128n64k64s6",
     (8, 1864, 1064): "m64n64k128s4", (279, 1304, 3000): "narrow", (234, 5816, 3208): "m128n128k128t256",
     (650, 3744, 8056): "tuned",
-    # 2026-12-02 (docs/measurements/2026-12-02b/gemm_waves.log): 256-row tiles fill one wave
+    # 256-row tiles fill one wave
     (1228, 3504, 5280): "m256n144", (1083, 4936, 7152): "m256n192", (639, 7280, 6608): "m256n192",
-    # 2026-12-02 (docs/measurements/2026-12-02b/gemm_splits.log): few blocks over a long K, split
+    # few blocks over a long K, split
     (183, 1248, 5024): "m64n64k128s4/k2", (228, 2336, 5672): "m128n128k128t256/k3",
+    # two or three waves of 256-row tiles would leave much of the last one empty: 192 x 192
+    (1322, 6472, 7288): "m192n192",
 }
 
 
@@ -534,58 +516,11 @@ def test_each_tall_tile_matches_the_reference(name):
                         what=f"{name} ({cfg.name}) on {M}x{N}x{K}")
 
 
-TWO_WAVES_LOGS = ("docs/measurements/2026-12-06/two_waves_fresh_6.log",          # H200
-                  "docs/measurements/2026-12-05d/two_waves_h100.log", "docs/measurements/2026-12-05d/two_waves_h100_b.log")
-
-
-def _two_waves(path):
-    """[(M, N, K, dtype, {tile: us}, the rule's pick of then)] from a two_waves.py log"""
-    from tilelang_tutorial.results import REPO_ROOT
-
-    out = []
-    for block in re.split(r"\n(?=\d+x\d+x\d+ \w+: torch)", (REPO_ROOT / path).read_text())[1:]:
-        M, N, K, dt = re.match(r"(\d+)x(\d+)x(\d+) (\w+):", block).groups()
-        rows = re.findall(r"^\s+(\S+)\s.*measured ([\d.]+) us [\d.]+x (\S+)( <- pick)?$", block, re.M)
-        assert rows and all(ok == "ok" for _, _, ok, _ in rows), block       # each checked on a poisoned C
-        out.append((int(M), int(N), int(K), dt, {n: float(us) for n, us, _, _ in rows},
-                    next(n for n, _, _, p in rows if p)))
-    return out
-
-
-def test_the_192_row_tile_is_taken_only_where_it_was_measured_faster():
-    """Every shape of the three two_waves logs (low-fill shapes past 128 rows, every tile timed):
-    where the rule now takes the 192 x 192 tile it ran faster than the pick it displaced, on both
-    cards; the numbers rule.LARGE_M_TILES's comment quotes."""
-    taken, kept = [], []
-    for path in TWO_WAVES_LOGS:
-        for M, N, K, dt, us, old in _two_waves(path):
-            now = rule.measured_choice(M, N, K, dt, swap=False)
-            assert now.name in (old, "m192n192"), (M, N, K, now.name, old)
-            (taken if now.name == "m192n192" else kept).append(us[old] / us["m192n192"])
-    assert len(taken) == 5 and min(taken) > 1.1, taken
-    assert (round(min(taken), 2), round(max(taken), 2)) == (1.14, 1.30)
-    assert (len(kept), sum(g < 1 for g in kept)) == (21, 12)
-    # what 02b reads of the H200 log at the lowest random shape of an earlier gemm_rule record
-    from tilelang_tutorial.results import REPO_ROOT
-
-    (M, N, K, dt, us, old), = [s for s in _two_waves(TWO_WAVES_LOGS[0]) if s[:3] == (1322, 6472, 7288)]
-    torch_us = float(re.search(r"^1322x6472x7288 float16: torch ([\d.]+) us",
-                               (REPO_ROOT / TWO_WAVES_LOGS[0]).read_text(), re.M).group(1))
-    tall = dict((n, c) for n, c, _ in rule.LARGE_M_TILES)
-    fill = lambda c: M * N / (math.ceil(rule._blocks(M, N, c) / rule.SM_COUNT) * rule.SM_COUNT * c.block_M * c.block_N)  # noqa: E731
-    prose = notebook_runs.prose("02b_gemm_in_depth.ipynb")
-    assert old == "m256n160" and rule.measured_choice(M, N, K, dt, swap=False).name == "m192n192"
-    assert (f"{rule._blocks(M, N, tall['m192n192'])} such blocks fill {fill(tall['m192n192']):.0%} of two waves "
-            f"where {rule._blocks(M, N, tall['m256n160'])} of 256 × 160 fill {fill(tall['m256n160']):.0%}").replace("%", " %") in prose
-    assert (f"the 256 × 160 tile took {us[old]} µs and the 192 × 192 one {us['m192n192']} µs, "
-            f"{torch_us / us[old]:.2f}× and {torch_us / us['m192n192']:.2f}× torch") in prose
-
-
 @pytest.mark.parametrize("M,N,K,split", [(5, 264, 1000, 3), (1, 128, 256, 2), (130, 200, 640, 4)])
 def test_split_k_matches_the_reference_in_the_emulator(M, N, K, split):
     from tilelang_tutorial import emulate
 
-    cfg = rule.CANDIDATES["narrow"]
+    cfg = rule.NARROW
     a, b = checks.random_tensor((M, K), torch.float16, "cpu"), checks.random_tensor((K, N), torch.float16, "cpu")
     w = torch.full((split, M, N), float("nan"))
     c = checks.poisoned((M, N), torch.float16, "cpu")
@@ -600,7 +535,6 @@ def test_recorded_rule_figures_are_what_the_rule_picks_today():
     that shape, the record no longer describes what gemm_relu runs."""
     from tilelang_tutorial import results
 
-    rule.measured_rates.cache_clear()
     for r in (results.find("gemm", config=lambda c: c.get("variant") == "rule")
               + results.find("gemm_rule", config=lambda c: c.get("variant") == "rule")):
         s, c = r["shape"], r["config"]
@@ -633,13 +567,16 @@ def test_gpu_split_k_path(shape, split):
     M, N, K = shape
     a, b = checks.random_tensor((M, K), torch.bfloat16, "cuda"), checks.random_tensor((K, N), torch.bfloat16, "cuda")
     out = checks.poisoned((M, N), torch.bfloat16, "cuda")
-    split_k.gemm_relu_split_k(a, b, split, rule.CANDIDATES["narrow"], out)
+    partial, reduce = split_k.build_split_k(N, K, split, rule.NARROW, "bfloat16")
+    workspace = torch.empty((split, M, N), dtype=torch.float32, device="cuda")
+    runtime.run(partial, a, b, workspace)
+    runtime.run(reduce, workspace, out)
     checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE["bfloat16"],
                         what=f"split-K {split} {shape}")
 
 
 # ------------------------------------------------------------------------------------------------
-# Notebook 02, section 8 (any shape) and section 5 (Blackwell): the claims its prose makes
+# Unaligned rows, other architectures, Blackwell: what the generated code shows
 # ------------------------------------------------------------------------------------------------
 needs_nvcc = pytest.mark.skipif(runtime.nvcc_path() is None, reason="needs nvcc")
 
@@ -678,26 +615,6 @@ def test_sm120_gets_the_seed_and_no_warp_specialization_on_the_portable_target()
         assert rule.choose(4096, 4096, 4096, "float16", arch).name == "seed"
     assert dict(runtime.ARCHS["sm_120"].pass_configs) == {"tl.disable_warp_specialized": True}
     assert dict(runtime.ARCHS["sm_120a"].pass_configs) == {}
-
-
-def test_the_models_pick_for_the_logged_shape_and_the_log_line():
-    """Section 8: on the recorded H200 rates the model picks the narrow tile with K split 3 for
-    M = 3, N = 4624, K = 4704 at about 18 us (the tuned tile: about 61 us), and the H200 log the
-    notebook reads measured that pick at 1.6 TFLOP/s, 0.30 of torch."""
-    from tilelang_tutorial.results import REPO_ROOT
-
-    rule.measured_rates.cache_clear()
-    rates = rule.measured_rates("sm_90a")
-    assert rates is not None, "no current gemm_rates records for sm_90a"
-    choice = rule.model_choice(3, 4624, 4704, "sm_90a", rates)
-    assert (choice.name, choice.split) == ("narrow", 3) and 17 < choice.predicted_us < 19, choice
-    steps, reduce_us, copy_gbps, sm_count, _ = rates
-    tuned = rule.predict_us(3, 4624, 4704, rule.CANDIDATES["tuned"], 1, steps["tuned"], reduce_us, copy_gbps, sm_count)
-    assert 60 < tuned < 62, tuned
-    log = (REPO_ROOT / "docs/measurements/2026-11-30/bench_d.log").read_text().splitlines()
-    measured = [line.split() for line in log if line.startswith("random ")]
-    assert measured == [["random", "3x4624x4704", "float16", "narrow/k3", "1.6", "5.1", "5.7", "0.30", "ok",
-                         "(2.1e-04)"]], measured
 
 
 def _ptx_counts(ptx):
@@ -760,7 +677,7 @@ NOTEBOOK_02_EXCERPT = dict(start=r"threadIdx.x\) < 128", stop=r"\]\.arrive\(\)",
                            keep=r"reg_(de)?alloc|for \(int (ko|i = 0; i < 2)|\.wait\(|expect_transaction\(|tma_load\(|else \{|wgmma_ss<")
 
 
-def test_notebook_02_excerpt_is_at_most_15_lines_and_shows_what_its_prose_reads():
+def test_the_notebook_02_excerpt_is_short_and_shows_both_warpgroups_loops():
     src = _source("sm_90a")
     lines = reading.excerpt_lines(src, **NOTEBOOK_02_EXCERPT)
     assert len(lines) <= 15, lines
@@ -927,35 +844,6 @@ def test_random_shapes_are_drawn_afresh_and_the_small_m_set_covers_the_widths():
     assert seed == 11 and {name for name, _ in sets} == {"random", "small M"}
     full, _ = bench.rule_sets(seed=11)
     assert sum(name == "random" for name, _ in full) == bench.RANDOM_COUNT >= 24
-
-
-def test_02b_section_9_quotes_the_small_m_sweep_log():
-    """The figures 02b's section 9 reads out of the H200 sweep's log are the log's."""
-    from tilelang_tutorial.results import REPO_ROOT
-
-    log = (REPO_ROOT / "docs/measurements/2026-12-01/gemm_small_m.log").read_text()
-    blocks = {}
-    for block in log.split("\n== ")[1:]:
-        head, *rows = block.splitlines()
-        blocks[head.split()[0]] = (head, {r.split()[0]: r.split() for r in rows if r.startswith("  ")})
-
-    def row(shape, name):
-        head, rows = blocks[shape]
-        r = rows[name]
-        return float(r[2]), r[4], float(r[6]), r[8]
-
-    head, _ = blocks["1x4096x4096"]
-    assert "kern 20.9 us, call 30.5 us" in head and "floor at 4.2 TB/s 8.0 us" in head
-    assert row("1x4096x4096", "gemv1u8") == (19.5, "1.07x", 10.6, "2.87x")
-    assert row("1x4096x4096", "tuned")[:2] == (42.8, "0.49x")
-    assert "kern 20.1 us" in blocks["16x4096x4096"][0]
-    assert row("16x4096x4096", "m64n64k128s4")[:2] == (21.0, "0.96x")
-    assert "kern 21.1 us" in blocks["1x2048x8192"][0]
-    assert row("1x2048x8192", "m64n64k128s4")[0] == 28.7
-    assert row("1x2048x8192", "m64n64k128s4/k4")[:2] == (20.8, "1.01x")
-    best = max((float(r[4][:-1]), name) for name, r in blocks["650x3744x8056"][1].items())
-    assert best == (0.75, "tuned")
-    assert all(r[-1] == "ok" for _, rows in blocks.values() for r in rows.values())
 
 
 def test_a_plan_whose_kernels_check_their_arguments_still_names_a_refused_one_in_one_line():
