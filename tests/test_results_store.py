@@ -1,15 +1,16 @@
-"""The results store: schema, provenance per file, staleness by what runs, and the committed files."""
+"""The results store: schema, a run per card, staleness by what runs, which run a reader is shown, and
+the committed files."""
 import importlib
 import json
 import sys
 
 import pytest
 
-from tilelang_tutorial import lessons, results
+from tilelang_tutorial import lessons, report, results
 
 lessons.all_lessons()   # each lesson registers its suites
 
-PROV = {"gpu": "NVIDIA H200", "sm_count": 132, "driver": "580", "cuda": "13.0", "torch": "2.11", "triton": "3.6",
+PROV = {"gpu": "NVIDIA H200", "arch": "sm_90a", "sm_count": 132, "driver": "580", "cuda": "13.0", "torch": "2.11", "triton": "3.6",
         "tilelang": "0.1.15", "python": "3.12", "date": "2026-11-29T00:00:00Z", "command": "test"}
 
 
@@ -41,8 +42,8 @@ def test_missing_fields_are_rejected():
     del rec["unit"]
     with pytest.raises(results.ResultsSchemaError, match="unit"):
         results.validate_record(rec)
-    doc = {"schema": results.SCHEMA_VERSION, "provenance": dict(PROV), "records": [_record()]}
-    del doc["provenance"]["tilelang"]
+    doc = {"schema": results.SCHEMA_VERSION, "runs": [{"provenance": dict(PROV), "records": [_record()]}]}
+    del doc["runs"][0]["provenance"]["tilelang"]
     with pytest.raises(results.ResultsSchemaError, match="tilelang"):
         results.validate_file(doc)
 
@@ -87,11 +88,16 @@ TIMING = {"regime": "kernel", "method": "a", "ms": 1.0, "check_method": "b", "ch
           "agreement": 1.05, "calls": 10}
 
 
-def _save_demo():
+def _save_demo(value=1.0, **prov):
     rec = results.make_record(suite="demo", kernel="k", config={"block": 64}, shape={"N": 1000}, dtype="float32",
-                              metric="effective bandwidth", value=1.0, unit="GB/s", latency_ms=1.0,
+                              metric="effective bandwidth", value=value, unit="GB/s", latency_ms=1.0,
                               timing=dict(TIMING))
-    results.save("demo", [rec], provenance_info=dict(PROV))
+    results.save("demo", [rec], provenance_info=dict(PROV, **prov))
+
+
+def _edit_the_kernel(module):
+    module.write_text(KERNEL_V1.replace("threads=128", "threads=256"))
+    results._current_fingerprint.cache_clear()
 
 
 def test_comment_and_docstring_edits_keep_records_current(demo_store):
@@ -105,17 +111,70 @@ def test_comment_and_docstring_edits_keep_records_current(demo_store):
 
 def test_changing_what_runs_makes_records_stale(demo_store):
     _save_demo()
-    demo_store.write_text(KERNEL_V1.replace("threads=128", "threads=256"))
-    results._current_fingerprint.cache_clear()
+    _edit_the_kernel(demo_store)
     assert results.find("demo") == [], "a stale record must not be served as current"
     (stale,) = results.find("demo", include_stale=True)
     assert "has changed since" in stale.staleness and stale.label().startswith("STALE")
 
 
+def test_a_stale_record_is_labelled_never_shown_and_listed_for_bench_stale(demo_store):
+    _save_demo()
+    assert results.stale_suites(["demo"]) == []
+    _edit_the_kernel(demo_store)
+    assert report.records("demo") == [] and report.footnote("demo") == ""
+    text = report.table_text("demo")
+    assert "0 current record(s)" in text and "1 not shown because they are stale" in text
+    assert "bench --stale" in text and "GB/s" not in text, "the figure itself is not shown"
+    assert results.stale_suites(["demo"]) == ["demo"]
+
+
+def test_each_card_keeps_its_run_and_the_reader_sees_their_cards_else_the_latest_hopper(demo_store, monkeypatch):
+    _save_demo(1.0, gpu="NVIDIA H200", date="2026-11-29T00:00:00Z")
+    _save_demo(2.0, gpu="NVIDIA H100 80GB HBM3", date="2026-12-02T00:00:00Z")
+    _save_demo(3.0, gpu="NVIDIA B200", arch="sm_100a", date="2026-12-03T00:00:00Z")
+    _save_demo(1.5, gpu="NVIDIA H200", date="2026-11-30T00:00:00Z")         # replaces the H200's run
+    assert sorted(r.card for r in results.load_runs("demo")) == ["NVIDIA B200", "NVIDIA H100 80GB HBM3", "NVIDIA H200"]
+    for card, value, shown in ((None, 2.0, "NVIDIA H100 80GB HBM3"),       # no GPU: the latest Hopper run
+                               ("NVIDIA H200", 1.5, "NVIDIA H200"),         # the reader's own card
+                               ("NVIDIA B200", 3.0, "NVIDIA B200"),
+                               ("NVIDIA A100-SXM4-80GB", 2.0, "NVIDIA H100 80GB HBM3")):
+        monkeypatch.setattr(report, "reader_card", lambda card=card: card)
+        (rec,) = report.records("demo")
+        assert rec["value"] == value and f"recorded on {shown}" in rec.label()
+        assert f"recorded on {shown}" in report.table_text("demo") and shown in report.status("demo")
+
+
+def test_recording_on_one_card_drops_the_stale_records_of_the_others(demo_store):
+    _save_demo(1.0, gpu="NVIDIA H200")
+    _edit_the_kernel(demo_store)
+    _save_demo(2.0, gpu="NVIDIA H100 80GB HBM3")
+    assert [r.card for r in results.load_runs("demo")] == ["NVIDIA H100 80GB HBM3"]
+    assert results.stale_suites(["demo"]) == []
+
+
+def test_a_file_of_one_run_reads_as_a_hopper_run(demo_store):
+    _save_demo()
+    doc = json.loads(results.results_file("demo").read_text())
+    (run,) = doc["runs"]
+    del run["provenance"]["arch"]
+    results.results_file("demo").write_text(json.dumps(dict(run, schema=2, suite="demo")))
+    (read,) = results.load_runs("demo")
+    assert read.provenance["arch"] == "sm_90a" and len(read.records) == 1 and report.records("demo")
+
+
+def test_a_record_measures_the_program_its_configuration_builds_and_no_other(demo_store):
+    _save_demo()
+    (rec,) = results.find("demo")
+    demo = importlib.import_module("demo_kernel")
+    assert results.measures(rec, demo.program(1000, block=64))
+    assert not results.measures(rec, demo.program(1000, block=128))
+    assert not results.measures(rec, demo.program(2000, block=64))
+
+
 def test_a_record_of_another_config_is_judged_by_its_own_config(demo_store):
     _save_demo()
     doc = json.loads(results.results_file("demo").read_text())
-    doc["records"][0]["config"]["block"] = 128          # the program of block=128 is another program
+    doc["runs"][0]["records"][0]["config"]["block"] = 128          # the program of block=128 is another program
     results.results_file("demo").write_text(json.dumps(doc))
     results._current_fingerprint.cache_clear()
     assert results.find("demo") == []
@@ -143,10 +202,9 @@ def test_committed_cross_checks_agree():
     and its latency is the checked one; the suites re-recorded in this design are all checked."""
     lessons.all_lessons()
     checked = 0
-    for path in results.RESULTS_DIR.glob("*.json"):
-        for rec in json.loads(path.read_text())["records"]:
-            results.check_timing(rec)
-            checked += results.is_cross_checked(rec)
+    for rec in results.load():
+        results.check_timing(rec.data)
+        checked += results.is_cross_checked(rec.data)
     assert checked > 0, "no committed record carries a cross-checked timing"
 
 
@@ -169,29 +227,17 @@ def test_schema_is_documented():
 def test_committed_files_follow_the_schema():
     lessons.all_lessons()
     for path in results.RESULTS_DIR.glob("*.json"):
-        doc = json.loads(path.read_text())
-        results.validate_file(doc, path.name)
-        assert doc["suite"] == path.stem and doc["provenance"]["gpu"]
-        assert all(r["value"] > 0 for r in doc["records"])
+        doc = results.load_file(path.stem)        # validated
+        assert doc["suite"] == path.stem and doc["runs"]
+        for run in results.load_runs(path.stem):
+            assert run.card and run.provenance["arch"] and all(r["value"] > 0 for r in run.records)
 
 
-#: Suites added before their first GPU run (issue 24's host-cost suites, 2026-12-01): each may lack
-#: a results file until that run's file is committed; once it exists it is checked like any other.
-#: Remove a name when its file is committed.
-AWAITING_FIRST_RUN: set = set()   # suites registered before their first GPU run
-
-
-def test_every_suite_has_a_file_and_no_committed_record_is_stale():
-    suites = lessons.suites()
+def test_every_suite_has_a_file_and_every_file_a_suite():
+    suites = set(lessons.suites())
     files = {p.stem for p in results.RESULTS_DIR.glob("*.json")}
-    assert files <= set(suites), f"results files no lesson owns: {files - set(suites)}"
-    assert AWAITING_FIRST_RUN <= set(suites), f"no lesson defines {AWAITING_FIRST_RUN - set(suites)}"
-    assert set(suites) - AWAITING_FIRST_RUN <= files, f"suites never recorded: {set(suites) - AWAITING_FIRST_RUN - files}"
-    stale = results.stale_records()
-    assert not stale, (
-        "recorded GPU results no longer match what their configuration builds; re-run the benchmark on a "
-        "GPU (python -m tilelang_tutorial bench SUITE) and commit results/:\n"
-        + "\n".join(f"  {r['suite']}/{r['kernel']} {r['config']} {r['shape']}: {r.staleness}" for r in stale))
+    assert files <= suites, f"results files no lesson owns: {files - suites}"
+    assert suites <= files, f"suites never recorded (python -m tilelang_tutorial bench --stale): {suites - files}"
 
 
 def test_code_fingerprints_do_not_depend_on_the_python_version():

@@ -3,7 +3,8 @@
     doctor                 check the set-up and end in a verdict (the first thing to run)
     mode                   print the runtime mode in one sentence
     warm-cache [--arch A]  compile what the notebooks compile into TileLang's kernel cache
-    bench SUITE...         measure on a GPU and record in results/ (--list shows what is recorded)
+    bench SUITE...         measure on a GPU and record in results/ (--stale: the suites holding a stale
+                           record; --list: what is recorded, and what is stale)
     host-cost              measure the host cost per call of the runtime's layers around a tiny kernel (GPU)
     sweep NAME             explore a lesson's tuning space on a GPU (prints; nothing recorded)
     render                 execute every notebook and save the executed copies as HTML in docs/rendered/
@@ -145,8 +146,9 @@ def warm_cache(archs: list[str], notebooks: bool) -> int:
     return 1 if failures else 0
 
 
-def bench(suites: list[str], *, quick: bool, dry_run: bool, list_only: bool) -> int:
-    """Run benchmark suites on a GPU and record each in ``results/<suite>.json``."""
+def bench(suites: list[str], *, quick: bool, dry_run: bool, list_only: bool, stale: bool = False) -> int:
+    """Run benchmark suites on a GPU and record each in ``results/<suite>.json`` (the run of this
+    card); ``stale``: the suites holding a stale record (of any card), or none recorded."""
     from tilelang_tutorial import lessons, report, results, runtime
 
     known = lessons.suites()
@@ -165,11 +167,22 @@ def bench(suites: list[str], *, quick: bool, dry_run: bool, list_only: bool) -> 
             print(f"[list] {s}: checking {n} records against today's code (fingerprints: slow the first "
                   "time only) ...", flush=True)
             report.table(s, title=f"== {s} ==")
+            for run in results.load_runs(s):
+                n_stale = sum(r.is_stale for r in run.records)
+                print(f"[list] {s}: {run.card} ({run.provenance['date'][:10]}): {len(run.records)} records"
+                      + (f", {n_stale} STALE" if n_stale else ", all current"), flush=True)
             if time.time() - t0 > 3:
                 print(f"[list] {s}: checked in {time.time() - t0:.0f} s", flush=True)
+        print("stale (bench --stale records them again): " + (", ".join(results.stale_suites(suites or known))
+                                                                 or "none"))
         return 0
+    if stale:
+        suites = results.stale_suites(suites or known)
+        print("suites holding a stale record: " + (", ".join(suites) or "none"), flush=True)
+        if not suites:
+            return 0
     if not suites:
-        print(f"name at least one suite: {', '.join(known)}", file=sys.stderr)
+        print(f"name at least one suite, or --stale: {', '.join(known)}", file=sys.stderr)
         return 2
     if not runtime.mode().can_run:
         print(f"cannot benchmark: {runtime.describe_mode()}", file=sys.stderr)
@@ -228,7 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("suites", nargs="*")
     b.add_argument("--quick", action="store_true", help="a smaller grid (still recorded unless --dry-run)")
     b.add_argument("--dry-run", action="store_true", help="measure and print; record nothing")
-    b.add_argument("--list", action="store_true", help="print what is recorded (any machine)")
+    b.add_argument("--list", action="store_true", help="print what is recorded, and what is stale (any machine)")
+    b.add_argument("--stale", action="store_true",
+                   help="record the suites (of those named, default all) that hold a stale record")
     s = sub.add_parser("sweep", help="explore a lesson's tuning space on a GPU")
     s.add_argument("name")
     s.add_argument("rest", nargs=argparse.REMAINDER)
@@ -254,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "warm-cache":
         return warm_cache(args.arch, notebooks=not args.no_notebooks)
     if args.command == "bench":
-        return bench(args.suites, quick=args.quick, dry_run=args.dry_run, list_only=args.list)
+        return bench(args.suites, quick=args.quick, dry_run=args.dry_run, list_only=args.list, stale=args.stale)
     if args.command == "sweep":
         return sweep(args.name, args.rest)
     if args.command == "render":

@@ -8,9 +8,11 @@ nothing else, so a notebook's "recorded figures" section is one call::
     report.goals("mla")
 
 Only *current* records are shown (their fingerprint matches what their configuration builds
-today, see :mod:`.results`). When nothing current is left, the call says why, once: the file is
-missing, or its records measured programs that have changed since. Every table and plot carries
-the provenance of the run (GPU, date, versions, command) as a footnote.
+today, see :mod:`.results`), and of one run: the reader's card's where it has current records,
+else the most recent Hopper run that has (:func:`results.ranked_runs`). When nothing current is
+left, the call says why, once: the file is missing, or its records measured programs that have
+changed since. Every table and plot carries the provenance of the run shown (card, date,
+versions, command) as a footnote.
 
 Columns and criteria name record fields with dotted paths: ``"shape.M"``, ``"config.schedule"``,
 ``"peers.torch_compile.value"``. A criterion is a value, a list of allowed values, a dict such as
@@ -54,32 +56,47 @@ def _matches(record, where: dict[str, Any] | None) -> bool:
     return True
 
 
+def reader_card() -> str | None:
+    """The GPU present here (whose records a reader is shown first), None without one."""
+    return runtime.mode().device_name
+
+
+def _shown(suite: str, where: dict[str, Any] | None):
+    """(the run shown for ``where``, its current records matching ``where``), or (None, [])."""
+    for run in results.ranked_runs(suite, reader_card()):
+        recs = [r for r in run.records if _matches(r, where) and not r.is_stale]
+        if recs:
+            return run, recs
+    return None, []
+
+
 def records(suite: str, where: dict[str, Any] | None = None) -> list[results.Record]:
-    """The *current* records of ``suite`` matching ``where``."""
-    return [r for r in results.load(suite) if _matches(r, where) and not r.is_stale]
+    """The *current* records of ``suite`` matching ``where``, of the run shown (the reader's card's,
+    else the most recent Hopper run holding any); each record's ``label()`` names its card."""
+    return _shown(suite, where)[1]
 
 
 def status(suite: str, where: dict[str, Any] | None = None) -> str:
-    """One sentence: how many current records there are, and why any others are not shown."""
-    doc = results.load_file(suite)
-    if doc is None:
+    """One sentence: how many current records are shown, and why any others are not."""
+    if results.load_file(suite) is None:
         return (f"nothing recorded for suite {suite!r} yet (results/{suite}.json does not exist): "
                 f"run `python -m tilelang_tutorial bench {suite}` on a GPU")
     every = [r for r in results.load(suite) if _matches(r, where)]
     stale = [r for r in every if r.is_stale]
-    current = len(every) - len(stale)
     if not every:
         return f"results/{suite}.json has no record matching {where}"
+    run, shown = _shown(suite, where)
+    head = f"{len(shown)} current record(s)" + (f" recorded on {run.card}" if run else "")
     if not stale:
-        return f"{current} current record(s)"
-    why = stale[0].staleness
-    return (f"{current} current record(s); {len(stale)} not shown because they are stale: {why}. "
-            f"Re-run `python -m tilelang_tutorial bench {suite}` on a GPU to measure them again")
+        return head
+    return (f"{head}; {len(stale)} not shown because they are stale: {stale[0].staleness}. "
+            f"`python -m tilelang_tutorial bench --stale` on a GPU measures them again")
 
 
-def footnote(suite: str) -> str:
-    doc = results.load_file(suite)
-    return "" if doc is None else results.provenance_label(doc["provenance"])
+def footnote(suite: str, where: dict[str, Any] | None = None) -> str:
+    """The provenance of the run shown for ``where`` ("" when nothing current is recorded)."""
+    run, _ = _shown(suite, where)
+    return "" if run is None else run.label()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -164,10 +181,9 @@ def table_text(suite: str, *, where: dict[str, Any] | None = None, columns: Sequ
         lines.append("  ".join(c.rjust(w) if k else c.ljust(w) for c, w in zip(row, widths)))
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
-    every = [r for r in results.load(suite) if _matches(r, where)]
-    if len(every) > len(recs):
+    if any(r.is_stale for r in results.load(suite) if _matches(r, where)):
         lines.append(status(suite, where))
-    lines.append(f"[{footnote(suite)}]")
+    lines.append(f"[{recs[0].label()}]")
     return "\n".join(lines)
 
 
@@ -221,7 +237,7 @@ def plot(suite: str, *, x: str, y: str = "value", by: str | None = None, where: 
     ax.set_ylim(bottom=0)
     ax.set_title(title or suite)
     ax.legend(fontsize=8, loc="best")
-    fig.text(0.01, 0.005, footnote(suite), fontsize=6, color="gray")
+    fig.text(0.01, 0.005, recs[0].label(), fontsize=6, color="gray")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return fig
 
@@ -262,11 +278,12 @@ def _geomean(values) -> float:
 
 
 def goal_results(suite: str, *, by: str | None = None) -> list[GoalResult]:
-    """Each goal stored with ``suite``'s run, judged on its current records (per value of ``by``)."""
-    doc = results.load_file(suite)
+    """Each goal stored with the run of ``suite`` shown, judged on that run's current records (per
+    value of ``by``)."""
+    run, _ = _shown(suite, None)
     out = []
-    for g in (doc or {}).get("goals", []):
-        recs = records(suite, g.get("where"))
+    for g in run.goals if run else []:
+        recs = [r for r in run.records if _matches(r, g.get("where")) and not r.is_stale]
         keys = sorted({field(r, by) for r in recs}, key=str) if by else [None]
         for key in keys or [None]:
             vals = [field(r, g.get("metric", "value")) for r in recs if by is None or field(r, by) == key]

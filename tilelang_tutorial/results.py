@@ -1,10 +1,11 @@
 """The results store: GPU measurements committed to ``results/<suite>.json``.
 
-A file holds one benchmark run of one suite: where and with what it was measured (``provenance``,
-once per file), the goals it is judged against (optional), and its records. A record says what
+A file holds one suite's runs, one per card (an H100's and an H200's are equally valid): each run
+says where and with what it was measured (``provenance``: the card, its architecture, the date,
+the versions), the goals it is judged against (optional), and its records. A record says what
 was measured (kernel, configuration, shape, dtype), the figure, the work behind it (FLOPs,
 bytes), the reference, ceiling and peers measured in the same run, the correctness check, and a
-``fingerprint`` of *what ran*.
+``fingerprint`` of *what ran*. Recording a suite on a card replaces that card's run.
 
 Staleness follows what runs, not the text of a file. Each suite's lesson registers how to
 rebuild the things a record measured (:func:`register_suite`): the TileLang programs (their
@@ -12,9 +13,10 @@ TVMScript text) and, for records that time a Python op, the op's code with docst
 comments removed. A record is **current** when the fingerprint of what its lesson builds today
 from the record's own configuration equals the stored one: editing a comment or a docstring
 keeps it current, changing a tile size or a line of the kernel makes it stale. Stale records are
-never shown as current figures (:mod:`tilelang_tutorial.report` explains them instead), and a
-CPU test fails while a committed record is stale. The schema is documented in
-``docs/results-schema.md``.
+never shown as current figures (:mod:`tilelang_tutorial.report` labels them instead), and
+``python -m tilelang_tutorial bench --stale`` records again exactly the suites holding one, on
+whatever GPU runs it. Which run a reader is shown: :func:`ranked_runs`. The schema is documented
+in ``docs/results-schema.md``.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
 RESULTS_DIR = REPO_ROOT / "results"
@@ -43,8 +45,11 @@ REQUIRED_FIELDS = (
     "fingerprint", "measured",
 )
 #: Fields every file's provenance must carry.
-REQUIRED_PROVENANCE = ("gpu", "sm_count", "driver", "cuda", "torch", "triton", "tilelang", "python",
+REQUIRED_PROVENANCE = ("gpu", "arch", "sm_count", "driver", "cuda", "torch", "triton", "tilelang", "python",
                        "date", "command")
+#: The architecture whose runs stand in where the reader's card has none: every lesson's kernels
+#: are written for Hopper (H100, H200) first, and a CPU reader's kernels are compiled for it.
+FALLBACK_ARCH = "sm_90a"
 
 
 class ResultsSchemaError(ValueError):
@@ -205,7 +210,8 @@ def current_fingerprint(record: dict) -> str | None:
 # ------------------------------------------------------------------------------------------------
 
 def provenance(command: str) -> dict[str, Any]:
-    """Where and with what a measurement is being taken (call on the GPU machine)."""
+    """Where and with what a measurement is being taken (call on the GPU machine): the card, the
+    architecture its kernels are compiled for, the date and the versions."""
     import torch
 
     import tilelang
@@ -228,8 +234,11 @@ def provenance(command: str) -> dict[str, Any]:
             ).stdout.strip().splitlines()[0]
         except Exception:
             driver = None
+    from . import runtime
+
     return {
         "gpu": gpu,
+        "arch": runtime.mode().arch,
         "sm_count": torch.cuda.get_device_properties(0).multi_processor_count if gpu else None,
         "driver": driver,
         "cuda": torch.version.cuda,
@@ -341,15 +350,33 @@ def is_cross_checked(rec: dict[str, Any]) -> bool:
     return bool(t) and not ("cross_check" in t and t["cross_check"] is None)
 
 
-def validate_file(doc: dict[str, Any], name: str = "results file") -> None:
-    if doc.get("schema") != SCHEMA_VERSION:
-        raise ResultsSchemaError(f"{name}: schema {doc.get('schema')!r}, expected {SCHEMA_VERSION}")
-    prov = doc.get("provenance") or {}
+def validate_run(run: dict[str, Any], name: str = "results file") -> None:
+    prov = run.get("provenance") or {}
     missing = [k for k in REQUIRED_PROVENANCE if k not in prov]
     if missing:
         raise ResultsSchemaError(f"{name}: provenance is missing {missing}")
-    for rec in doc.get("records", []):
+    for rec in run.get("records", []):
         validate_record(rec)
+
+
+def validate_file(doc: dict[str, Any], name: str = "results file") -> None:
+    if doc.get("schema") != SCHEMA_VERSION:
+        raise ResultsSchemaError(f"{name}: schema {doc.get('schema')!r}, expected {SCHEMA_VERSION}")
+    if not isinstance(doc.get("runs"), list):
+        raise ResultsSchemaError(f"{name}: no list of runs")
+    cards = [run.get("provenance", {}).get("gpu") for run in doc["runs"]]
+    if len(cards) != len(set(cards)):
+        raise ResultsSchemaError(f"{name}: more than one run of one card ({cards})")
+    for run in doc["runs"]:
+        validate_run(run, f"{name} ({run.get('provenance', {}).get('gpu')})")
+
+
+def _one_run_file(doc: dict[str, Any]) -> dict[str, Any]:
+    """A file of schema 2 (one run, measured on Hopper: the only cards recorded before files held
+    a run per card) as a file of today's schema."""
+    run = {k: doc.get(k) for k in ("provenance", "goals", "notes", "records")}
+    run["provenance"] = {"arch": FALLBACK_ARCH, **run["provenance"]}
+    return {"schema": SCHEMA_VERSION, "suite": doc.get("suite"), "runs": [run]}
 
 
 def results_file(suite: str) -> Path:
@@ -357,29 +384,63 @@ def results_file(suite: str) -> Path:
 
 
 def load_file(suite: str) -> dict[str, Any] | None:
-    """The whole file of ``suite`` (validated), or None when nothing was recorded."""
+    """The whole file of ``suite`` (validated; ``{"schema", "suite", "runs"}``), or None when
+    nothing was recorded."""
     path = results_file(suite)
     if not path.exists():
         return None
     doc = json.loads(path.read_text(encoding="utf-8"))
+    if doc.get("schema") == 2:
+        doc = _one_run_file(doc)
     validate_file(doc, path.name)
     return doc
 
 
+@dataclass
+class RecordedRun:
+    """One card's run of a suite, as stored: its provenance, goals, notes and records."""
+
+    provenance: dict[str, Any]
+    goals: list[dict[str, Any]]
+    notes: dict[str, Any]
+    records: list[Record]
+
+    @property
+    def card(self) -> str:
+        return self.provenance["gpu"]
+
+    def label(self) -> str:
+        return provenance_label(self.provenance)
+
+
+def load_runs(suite: str) -> list[RecordedRun]:
+    """Every card's run of ``suite``, as stored (``[]`` when nothing was recorded)."""
+    doc = load_file(suite)
+    return [RecordedRun(run["provenance"], run.get("goals") or [], run.get("notes") or {},
+                        [Record(rec, run["provenance"]) for rec in run["records"]])
+            for run in (doc or {}).get("runs", [])]
+
+
+def ranked_runs(suite: str, card: str | None = None) -> list[RecordedRun]:
+    """The runs a reader is shown, best first: the run of the reader's ``card`` (the GPU present,
+    None without one), then the runs of :data:`FALLBACK_ARCH` (Hopper), the most recent first.
+    Runs of other cards and architectures are shown only to readers of those cards."""
+    runs = load_runs(suite)
+    own = [r for r in runs if r.card == card]
+    others = sorted((r for r in runs if r.card != card and r.provenance["arch"] == FALLBACK_ARCH),
+                    key=lambda r: r.provenance["date"], reverse=True)
+    return own + others
+
+
 def load(suite: str | None = None) -> list[Record]:
-    """All records of one suite, or of every suite in ``results/``."""
+    """All records of one suite, or of every suite in ``results/``, of every card's run."""
     suites = [suite] if suite else sorted(p.stem for p in RESULTS_DIR.glob("*.json"))
-    out: list[Record] = []
-    for s in suites:
-        doc = load_file(s)
-        if doc:
-            out += [Record(rec, doc["provenance"]) for rec in doc["records"]]
-    return out
+    return [rec for s in suites for run in load_runs(s) for rec in run.records]
 
 
 def find(suite: str, *, include_stale: bool = False, **criteria: Any) -> list[Record]:
-    """Records of ``suite`` matching ``criteria`` (a dict matches a subset of keys, a callable is a
-    predicate); stale ones only with ``include_stale``."""
+    """Records of ``suite`` (every card's) matching ``criteria`` (a dict matches a subset of keys,
+    a callable is a predicate); stale ones only with ``include_stale``."""
     out = [r for r in load(suite) if r.matches(**criteria)]
     return out if include_stale else [r for r in out if not r.is_stale]
 
@@ -388,17 +449,42 @@ def stale_records(suite: str | None = None) -> list[Record]:
     return [r for r in load(suite) if r.is_stale]
 
 
+def stale_suites(suites: Iterable[str]) -> list[str]:
+    """Those of ``suites`` holding a stale record in any card's run, or with no file at all: what
+    ``bench --stale`` records again."""
+    return [s for s in suites if load_file(s) is None or stale_records(s)]
+
+
+def measures(record: Record, program) -> bool:
+    """True when ``record`` is current and ``program`` (a ``T.prim_func``, e.g. a reader's kernel
+    cell's build) is one of the programs it measured: the same TVMScript as a program the record's
+    suite rebuilds from the record's configuration. Whatever else the record measured (an op's
+    Python code) is checked by its staleness."""
+    if record.is_stale:
+        return False
+    script = program.script()
+    identity = {k: record[k] for k in ("suite", "kernel", "config", "shape", "dtype")}
+    return any(hasattr(thing, "script") and hasattr(thing, "buffer_map") and thing.script() == script
+               for thing in _SUITES[record["suite"]](json.loads(json.dumps(identity))))
+
+
 def save(suite: str, records: Iterable[dict[str, Any]], *, provenance_info: dict[str, Any],
          goals: list[dict[str, Any]] | None = None, notes: dict[str, Any] | None = None) -> Path:
-    """Write one run of ``suite`` (replacing the file). New records must carry a cross-checked
-    timing (``timing.measure``); only records carried over from an earlier run may lack one."""
+    """Write one run of ``suite``: it replaces the run of its card, and the runs of other cards
+    keep their current records (their stale ones measured code that no longer exists; a run left
+    with none is dropped). New records must carry a cross-checked timing (``timing.measure``);
+    only records carried over from an earlier run may lack one."""
     records = list(records)
     unchecked = [r for r in records if not is_cross_checked(r) and not r.get("carried_over")]
     if unchecked:
         raise ResultsSchemaError(f"{suite}: {len(unchecked)} new record(s) have no cross-checked timing "
                                  f"(time them with timing.measure), e.g. {unchecked[0]['kernel']!r}")
-    doc = {"schema": SCHEMA_VERSION, "suite": suite, "provenance": provenance_info,
-           "goals": goals or [], "notes": notes or {}, "records": list(records)}
+    runs = [{"provenance": provenance_info, "goals": goals or [], "notes": notes or {}, "records": records}]
+    for old in load_runs(suite):
+        current = [r.data for r in old.records if not r.is_stale]
+        if old.card != provenance_info["gpu"] and current:
+            runs.append({"provenance": old.provenance, "goals": old.goals, "notes": old.notes, "records": current})
+    doc = {"schema": SCHEMA_VERSION, "suite": suite, "runs": runs}
     validate_file(doc, suite)
     path = results_file(suite)
     path.parent.mkdir(parents=True, exist_ok=True)

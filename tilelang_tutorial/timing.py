@@ -271,7 +271,3 @@ def measure_ceilings(dtypes=("float16", "bfloat16"), n: int = 8192) -> Ceilings:
         )
     return _cached
 
-
-def roofline_floor_ms(*, nbytes: float = 0.0, flops: float = 0.0, copy_gbps: float, matmul_tflops: float) -> float:
-    """The roofline floor: the larger of bytes / copy bandwidth and FLOPs / matmul peak."""
-    return max(nbytes / (copy_gbps * 1e9), flops / (matmul_tflops * 1e12)) * 1e3

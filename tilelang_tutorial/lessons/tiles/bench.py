@@ -106,13 +106,12 @@ def _torch_call(kernel: str, args):
 
 
 def matching_record(program, kernel: str, M: int, N: int, dtype: str = "float16"):
-    """The current ``tile`` record of ``kernel`` at (M, N) whose fingerprint is that of
-    ``program`` (the reader's build), or None: a record of any other program says nothing about it."""
+    """The current ``tile`` record of ``kernel`` at (M, N) that measured ``program`` (the reader's
+    build; :func:`results.measures`), or None: a record of any other program says nothing about it."""
     from ... import report
 
-    op = {"scale_copy": scale_copy_mod.scale_copy, "row_sum": row_sum_mod.row_sum}[kernel]
     for rec in report.records("tile", where={"kernel": kernel, "dtype": dtype, "shape.M": M, "shape.N": N}):
-        if rec["fingerprint"] == results.fingerprint([program, op] if rec.get("call") else [program]):
+        if results.measures(rec, program):
             return rec
     return None
 
