@@ -1,23 +1,25 @@
-"""Lesson 04: DeepSeek MLA decode (``notebooks/04_mla_decode.ipynb``).
+"""Lesson 04: DeepSeek MLA decode (``notebooks/04_mla_decode.ipynb``, and the advanced
+``04b_mla_hand_scheduled.ipynb``).
 
 Imports run one way: :mod:`.common` (sizes, split heuristic, signature, combine) -> the schedules
 (:mod:`.auto`; the hand-written :mod:`.ws` and :mod:`.seesaw` on :mod:`.hand_scheduled`) -> the op
 (:mod:`.op`). Notebook 04 builds :mod:`.auto` in checked steps: :mod:`.mqa` (the single-head-group
-ramp), :mod:`.steps` (contiguous cache, then paged), then :mod:`.auto` (split-KV). Also:
-:mod:`.reference` (torch reference, random paged inputs), :mod:`.emulation`
-(the algorithm step by step in torch), :mod:`.triton_baseline`, :mod:`.exercises`, benchmark
-suites ``mla`` (:mod:`.bench`) and ``mla_timeline`` (:mod:`.timeline`).
+ramp), :mod:`.steps` (contiguous cache, then paged), then :mod:`.auto` (split-KV); notebook 04b
+writes :mod:`.ws` and :mod:`.seesaw`. Also: :mod:`.reference` (torch reference, random paged
+inputs), the exercises (:mod:`.exercises`, :mod:`.hand_scheduled_exercises`), the benchmark suite
+``mla`` (:mod:`.bench`, with its peers :mod:`.flashinfer_peer` and :mod:`.flashmla_peer`) and
+the host-cost suite ``mla_host`` (:mod:`.host_bench`).
 """
 from ... import results
 
 NOTEBOOK = "04_mla_decode.ipynb"
 #: the advanced part: the schedule written by hand (no exercises)
 EXTRA_NOTEBOOKS = ("04b_mla_hand_scheduled.ipynb",)
-SUITES = {"mla": "bench:run", "mla_timeline": "timeline:run", "mla_host": "host_bench:run"}
+SUITES = {"mla": "bench:run", "mla_host": "host_bench:run"}
 
 
 def measured(record):
-    """What an ``mla`` / ``mla_timeline`` record measured: the program of its schedule and config."""
+    """What an ``mla`` / ``mla_host`` record measured: the program of its schedule and config."""
     from . import op
 
     c, s = record["config"], record["shape"]
@@ -31,9 +33,7 @@ def measured(record):
 
 
 results.register_suite("mla", measured)
-results.register_suite("mla_timeline", measured)
-# mla_host records (plan.run against its bare launch, .host_bench) measure the same things
-results.register_suite("mla_host", measured)
+results.register_suite("mla_host", measured)     # plan.run against its bare launch: the same things
 
 
 def compile_cases():

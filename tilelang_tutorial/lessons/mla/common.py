@@ -154,8 +154,7 @@ def combine_macro(h_q: int, batch, num_split):
     the splits in chunks of :data:`COMBINE_CHUNK`: it first loads the chunk's log-sum-exps and
     partial outputs (16 independent loads in flight; a split past ``num_split`` re-reads the
     last one and gets weight 0), then folds them in with a running maximum, so there is no
-    shared memory, no barrier and no pass over the splits before the loads start. (Alternatives
-    measured on the H200 and not kept are in ``docs/mla-engineering-log.md``.)
+    shared memory, no barrier and no pass over the splits before the loads start.
     """
     import tilelang.language as T
 

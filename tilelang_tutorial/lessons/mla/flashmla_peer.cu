@@ -2,7 +2,7 @@
 // its combine, so that the benchmark (flashmla_peer.py) calls FlashMLA's own kernel through ctypes
 // on torch's tensors. FlashMLA's Python package would need its torch extension built against the GPU
 // runner's CUDA torch, which a machine without a GPU cannot build; this file needs FlashMLA's and
-// CUTLASS's headers only (docs/measurements/runner/build_flashmla_peer.sh builds it with FlashMLA's
+// CUTLASS's headers only (tools/gpu/build_flashmla_peer.sh builds it with FlashMLA's
 // sources). The parameters are filled as FlashMLA's csrc/api/dense_decode.h fills them for one query
 // token per sequence and one KV head (DeepSeek's decode). Error codes: 0 ok, 1 bad argument, 2 a CUDA
 // error (cudaGetLastError after a launch).

@@ -1,7 +1,7 @@
 """FlashMLA's own Hopper decode kernel, the kernel the ``seesaw`` schedule follows, fed the lesson's inputs.
 
 Optional, like FlashInfer: the benchmark records it when ``libflashmla_peer.so`` is there (built
-from FlashMLA's sources by ``docs/measurements/runner/build_flashmla_peer.sh`` into ``.gpu/``, or
+from FlashMLA's sources by ``tools/gpu/build_flashmla_peer.sh`` into ``.gpu/``, or
 named by ``TUTORIAL_FLASHMLA_LIB``) and says why not otherwise. It is called as FlashMLA's users call
 it: its scheduler once per batch of lengths (``get_mla_metadata``), then each step the kernel and its
 combine (``flash_mla_with_kvcache``), through the C entry points of ``flashmla_peer.cu`` on torch's
@@ -45,7 +45,7 @@ def available() -> tuple[bool, str]:
     the reason)."""
     path = library_path()
     if not path.exists():
-        return False, f"FlashMLA not built ({path} missing: docs/measurements/runner/build_flashmla_peer.sh)"
+        return False, f"FlashMLA not built ({path} missing: tools/gpu/build_flashmla_peer.sh)"
     try:
         return True, _load().flashmla_peer_sources().decode()
     except (OSError, AttributeError) as exc:

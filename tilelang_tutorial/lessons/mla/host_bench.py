@@ -1,5 +1,5 @@
-"""Suite ``mla_host``: what ``MLADecodePlan.run`` costs per call above the plan's compiled kernel
-(issue 24, goal 1), at batch 1 and 64, kv 8192, h_q 128, on the GPU.
+"""Suite ``mla_host``: what ``MLADecodePlan.run`` costs per call above the plan's compiled kernel,
+at batch 1 and 64, kv 8192, h_q 128, on the GPU.
 
 The plan is made once (:func:`.op.plan`, default schedule, split chosen for the shape); the op is
 ``plan.run(**inputs, out=out)``, the bare call the plan's compiled kernel called directly with
@@ -13,7 +13,8 @@ from __future__ import annotations
 from ... import checks, host_cost, results, runtime
 from . import op as K
 from .common import DIM_NOPE, DIM_PE, default_softmax_scale
-from .reference import make_paged_inputs, mla_decode_reference
+from .bench import sample_reference
+from .reference import make_paged_inputs
 
 SUITE = "mla_host"
 COMMAND = "python -m tilelang_tutorial bench mla_host"
@@ -29,9 +30,8 @@ def bare_args(the_plan, x, out) -> tuple:
 
 
 #: seconds of back-to-back bare calls before the timed ones, so that the GPU runs at the clock it
-#: holds under this load before either call is timed (2026-12-01 on the H200, batch 64, a 280 us
-#: kernel whose host issue time, 16-22 us, is hidden: the bare call, timed first, was 1 % faster
-#: than the two plan.run variants timed after it, which agreed with each other to 0.01 us)
+#: holds under this load before either call is timed (otherwise the call timed first, at a higher
+#: clock, looks faster than the one timed after it)
 SETTLE_S = 1.5
 
 
@@ -48,16 +48,6 @@ def settle(fn, seconds: float = SETTLE_S) -> None:
         torch.cuda.synchronize()
 
 
-def _sample_reference(x, sample: int = 16):
-    import torch
-
-    b = x["q_nope"].shape[0]
-    idx = torch.arange(b) if b <= sample else torch.linspace(0, b - 1, sample).long()
-    sub = {k: (v[idx.to(v.device)] if k in ("q_nope", "q_pe", "block_table", "cache_seqlens") else v)
-           for k, v in x.items()}
-    return idx, mla_decode_reference(**sub)
-
-
 def run(quick: bool = False) -> results.Run:
     import torch
 
@@ -71,7 +61,7 @@ def run(quick: bool = False) -> results.Run:
         the_plan.run(**x, out=out)
         the_plan.kernel(*args)
         torch.cuda.synchronize()
-        idx, ref = _sample_reference(x)
+        idx, ref = sample_reference(x)
         tol = checks.TOLERANCE[DTYPE]
         rows = idx.to(out.device)
         op_check = checks.compare(out[rows].float(), ref, tolerance=tol)

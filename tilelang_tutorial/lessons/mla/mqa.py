@@ -88,19 +88,3 @@ def mqa_decode_reference(q, k, v, seqlens, softmax_scale: float | None = None):
         out[b] = torch.softmax(s, dim=-1) @ v[b, :n].float()
     return out
 
-
-#: Targets where ``T.Pipelined`` becomes TMA loads on mbarriers (two stages build); elsewhere it
-#: becomes a cp.async pipeline, and TileLang 0.1.15 cannot build a cp.async pipeline of two or more
-#: stages over this loop, whose trip count is read from memory (``seqlens[bx]``): it stops with
-#: "Downcast from tirx.Sub to ir.IntImm failed" (docs/tilelang-0.1.15-notes.md). One stage builds.
-TMA_PIPELINE_ARCHS = ("sm_90a", "sm_100a", "sm_120a")
-
-
-def build_mqa_decode(heads: int = 64, dim: int = 128, dtype: str = "float16", *, arch: str | None = None):
-    """Compile :func:`mqa_decode_program` for ``arch`` (the current one by default), with the
-    pipeline depth that builds there."""
-    from ... import runtime
-
-    arch = arch or runtime.current_arch()
-    stages = 2 if arch in TMA_PIPELINE_ARCHS else 1
-    return runtime.compile_kernel(mqa_decode_program(heads, dim, dtype, num_stages=stages), arch=arch)

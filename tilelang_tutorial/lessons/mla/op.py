@@ -29,8 +29,8 @@ ARCH_STAGES = {"sm_90a": None, "sm_100a": None, "sm_80": 1}
 SCHEDULES = ("auto", "ws", "seesaw")
 #: the hand-written schedules: sm_90a only, one tile configuration each
 HAND_WRITTEN = ("ws", "seesaw")
-#: what ``schedule=None`` means on sm_90a with the default tile knobs (fastest on the H200 at
-#: the b = 128 points, level elsewhere: see results/mla.json, which keeps all three)
+#: what ``schedule=None`` means on sm_90a: the fastest of the three in the recorded results
+#: (results/mla.json keeps all three)
 DEFAULT_SM90A_SCHEDULE = "seesaw"
 
 

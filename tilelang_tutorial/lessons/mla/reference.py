@@ -7,36 +7,33 @@ from .common import DIM_NOPE, DIM_PE, PAGE_SIZE, default_softmax_scale
 
 
 def mla_decode_reference(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens,
-                         softmax_scale: float | None = None, *, dtype=None, return_lse: bool = False):
-    """Plain torch MLA decode over the paged cache, in fp32 (or ``dtype``), one sequence at a time.
+                         softmax_scale: float | None = None):
+    """Plain torch MLA decode over the paged cache, in fp32, one sequence at a time.
 
     Gathers each sequence's pages through ``block_table``, keeps its first ``cache_seqlens[b]``
     tokens and computes ``softmax(q k^T * scale) @ c``. Runs on any device (CPU included).
-    With ``return_lse`` also returns the natural-log log-sum-exp of the scaled scores (b, h_q).
     """
     import torch
 
-    dtype = dtype or torch.float32
+    dtype = torch.float32
     scale = softmax_scale if softmax_scale is not None else default_softmax_scale()
     b, h_q, dv = q_nope.shape
     page = kv_cache.shape[1]
     kv = kv_cache.reshape(kv_cache.shape[0], page, -1)
     pe = pe_cache.reshape(pe_cache.shape[0], page, -1)
     out = torch.empty(b, h_q, dv, dtype=dtype, device=q_nope.device)
-    lse = torch.empty(b, h_q, dtype=dtype, device=q_nope.device)
     lens = [int(x) for x in cache_seqlens.tolist()]
     for i, n in enumerate(lens):
         pages = block_table[i, : math.ceil(n / page)].long()
         c = kv[pages].reshape(-1, dv)[:n].to(dtype)            # (n, 512): keys and values
         k_pe = pe[pages].reshape(-1, pe.shape[-1])[:n].to(dtype)  # (n, 64)
         s = (q_nope[i].to(dtype) @ c.T + q_pe[i].to(dtype) @ k_pe.T) * scale   # (h_q, n)
-        lse[i] = torch.logsumexp(s, dim=-1)
         out[i] = torch.softmax(s, dim=-1) @ c
-    return (out, lse) if return_lse else out
+    return out
 
 
 def make_paged_inputs(batch: int, h_q: int, seqlens, *, dtype=None, device="cpu",
-                      seed: int = 0, extra_pages: int = 3, scale: float = 1.0):
+                      seed: int = 0, extra_pages: int = 3):
     """Random MLA decode inputs with a *shuffled* page table (pages of a sequence are not
     contiguous), so indexing mistakes show up. Returns a dict of tensors for ``mla_decode``;
     ``dtype`` defaults to float16."""
@@ -59,7 +56,7 @@ def make_paged_inputs(batch: int, h_q: int, seqlens, *, dtype=None, device="cpu"
     from ...checks import random_tensor
 
     def rnd(shape, k):  # drawn directly on ``device`` (a 5 GB cache must not go through the CPU)
-        return random_tensor(shape, dtype, device, scale=scale, seed=seed * 16 + k)
+        return random_tensor(shape, dtype, device, seed=seed * 16 + k)
 
     return {
         "q_nope": rnd((batch, h_q, DIM_NOPE), 1),

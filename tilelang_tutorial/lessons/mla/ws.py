@@ -1,6 +1,6 @@
 """MLA decode with a hand-written warp-specialized schedule (sm_90a only).
 
-:mod:`.mla_decode` lets TileLang derive everything: ``GemmWarpPolicy.FullCol`` splits *both*
+:mod:`.auto` lets TileLang derive everything: ``GemmWarpPolicy.FullCol`` splits *both*
 matmuls between the two consumer warpgroups, so each computes half of the scores (a 64 x 32
 ``wgmma`` reading all of Q from shared memory) and every row max crosses warpgroups through
 shared memory and named barriers. This module writes the schedule by hand instead, with
@@ -26,8 +26,7 @@ cross-warpgroup reductions; the price is that the schedule (who waits for whom, 
 is now the author's job, not the compiler's. The arguments, the split-KV workspaces and the
 combine kernel are those of :mod:`.common`, so :func:`.op.mla_decode` runs any schedule
 (``schedule="ws"`` here). The macros of :mod:`.hand_scheduled` also serve :mod:`.seesaw`,
-where both consumer warpgroups compute scores: the faster schedule, and the sm_90a default.
-What was measured on the way is in ``docs/mla-engineering-log.md``.
+where both consumer warpgroups compute scores: the sm_90a default.
 """
 # NOTE: no `from __future__ import annotations` here: T.prim_func evaluates the annotations.
 
