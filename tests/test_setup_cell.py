@@ -110,9 +110,12 @@ def test_insert_puts_it_first_once_and_check_agrees(tmp_path):
     assert len(cells) == len(before) + 1
     first_code = next(c for c in cells if c["cell_type"] == "code")
     assert "".join(first_code["source"]) == setup_cell.CELL_SOURCE and first_code["outputs"] == []
-    assert cells[0] == before[0], "the title stays on top"
-    # an outdated copy is replaced, not duplicated
-    first_code["source"] = [setup_cell.MARKER + "\nprint('old')\n"]
+    assert cells[0] == before[0] and cells[1] is first_code, "the title stays on top, the set-up cell right after it"
+    assert first_code["metadata"]["jupyter"]["source_hidden"], "collapsed: the reader meets the lesson first"
+    assert setup_cell.MARKER.startswith("#@title ") and "\n" not in setup_cell.MARKER, "one line shows"
+    # an outdated copy (another first line, shown) is replaced, not duplicated
+    first_code["source"] = ["# Set-up cell: an older version\nprint('old')\n"]
+    first_code["metadata"] = {}
     nb.write_text(json.dumps({**json.loads(nb.read_text()), "cells": cells}, indent=1))
     assert "differs" in setup_cell.check([nb])[0]
     assert setup_cell.insert([nb]) == [nb.name] and setup_cell.check([nb]) == []
