@@ -1,4 +1,4 @@
-"""The host-cost suites (issue 24, goal 1): tile_host, gemm_host, rmsnorm_host, mla_host.
+"""The host-cost suites: tile_host, gemm_host, rmsnorm_host, mla_host.
 
 On CPU: the suites are registered and listed, what their records measure rebuilds (programs and
 the ops' Python code), and the record logic (excess, goals, a disagreement left out) on timings
@@ -13,7 +13,7 @@ from tilelang_tutorial import host_cost, lessons, report, results, timing
 lessons.all_lessons()
 
 HOST_SUITES = ("tile_host", "gemm_host", "rmsnorm_host", "mla_host")
-PROV = {"gpu": "NVIDIA H200", "sm_count": 132, "driver": "580", "cuda": "13.0", "torch": "2.11", "triton": "3.6",
+PROV = {"gpu": "NVIDIA H200", "arch": "sm_90a", "sm_count": 132, "driver": "580", "cuda": "13.0", "torch": "2.11", "triton": "3.6",
         "tilelang": "0.1.15", "python": "3.12", "date": "2026-12-01T00:00:00Z", "command": "test"}
 
 
@@ -233,8 +233,8 @@ def test_calls_are_timed_in_alternating_rounds_so_a_drift_does_not_land_on_one(f
 
 
 def test_the_excess_is_the_median_of_each_rounds_own_difference(fake_suite, monkeypatch):
-    """The runner's host switches between two speeds between rounds (H200, 2026-12-01: the
-    drop-in at M = 1, C = 4096): the difference of the two calls' median rounds took one call's
+    """A host that switches between two speeds between rounds (the drop-in at M = 1, C = 4096): the
+    difference of the two calls' median rounds took one call's
     slow round and the other's fast one, +3.1 us, where the rounds' own differences are 1.7-3.3 us
     and their median 2.3 us. The record judges the paired figure and keeps the other."""
     def op(): pass

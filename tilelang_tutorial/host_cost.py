@@ -1,6 +1,6 @@
 """Host cost per call: what a Python callable costs above the bare compiled-kernel call.
 
-Measured back to back (issue 24's method): ``calls`` calls in a row, one synchronisation at the
+Measured back to back: ``calls`` calls in a row, one synchronisation at the
 end, the median over ``repeats`` such loops, divided by ``calls``. For a tiny kernel the GPU
 finishes each launch before the host issues the next one, so the figure is the host's time per
 call: the launch path's price, not the kernel's.
@@ -12,7 +12,7 @@ GPU (the bare call of a compiled tiny kernel, :func:`runtime.run` around it, the
     from tilelang_tutorial import host_cost
     host_cost.print_table(host_cost.compare({"bare": lambda: kernel(x, out), "op": lambda: op(x)}))
 
-The recorded figures per op (issue 24, goal 1) come from :func:`measure_record`, which the lessons'
+The recorded figures per op come from :func:`measure_record`, which the lessons'
 host-cost suites use (``python -m tilelang_tutorial bench tile_host gemm_host rmsnorm_host
 mla_host``): the op and its bare compiled-kernel call timed by :func:`timing.measure`'s ``call``
 regime (two methods that must agree), outputs checked, the difference judged against
@@ -97,7 +97,7 @@ def main(calls: int = 5000) -> int:
 
 
 # ------------------------------------------------------------------------------------------------
-# Recorded host cost per op (issue 24, goal 1): the call a user makes against the bare call
+# Recorded host cost per op: the call a user makes against the bare call
 # ------------------------------------------------------------------------------------------------
 
 #: The goal: an op's call at most this many microseconds above the bare compiled-kernel call.
@@ -107,12 +107,12 @@ METRIC = "time per call, back to back (host time counted)"
 
 
 #: Rounds of :func:`timed_calls`: each callable is timed this many times, in an order that
-#: alternates between rounds, and its median round is kept. On the H200 (2026-12-01) a 280 us MLA
-#: kernel timed once after its bare call read 6 % slower than the bare call while the host's issue
-#: time was the same: timed one after the other, a drift of the GPU's clock under sustained load
-#: lands on whichever call comes second. Alternating puts each call first and last in turn.
-#: Five, not the three of the first records (2026-12-01 evening): there one call's rounds differed
-#: by 2-5 us on the runner's host (13.8, 9.3, 13.9 us), so two slow rounds of three set the median.
+#: alternates between rounds, and its median round is kept. A 280 us MLA kernel timed once after
+#: its bare call read 6 % slower than the bare call while the host's issue time was the same:
+#: timed one after the other, a drift of the GPU's clock under sustained load lands on whichever
+#: call comes second. Alternating puts each call first and last in turn. Five rounds, not three: a
+#: call's rounds can differ by 2-5 us on a busy host (13.8, 9.3, 13.9 us), and two slow rounds of
+#: three would set the median.
 ROUNDS = 5
 
 
@@ -172,7 +172,7 @@ def paired_difference(rounds_a: list, rounds_b: list) -> float | None:
     """The median over rounds of ``a - b`` within one round (rounds where either was not timed left
     out), or None where fewer than half the rounds have both.
 
-    Why paired (decided 2026-12-01, before the records that use it): the runner's host switches
+    Why paired: a host can switch
     between two speeds from one round to the next -- an op's rounds read 14.3, 14.5, 14.3, 9.5,
     9.5 us and its bare call's, timed beside them, 11.2, 11.4, 12.0, 7.8, 7.8 -- so the difference
     of the two medians can take one call's slow round and the other's fast one (+3.1 us here, where

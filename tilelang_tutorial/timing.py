@@ -139,9 +139,9 @@ def _flushed_loop_ms(fn, calls: int | None = None) -> float:
 
 
 #: Below this (ms) a kernel-regime disagreement falls back to the call regime: there the two
-#: kernel-regime methods differ by a fixed few microseconds (measured on the H200, 2026-11-30:
-#: do_bench 13.3 us vs the flushed loop 10.6 us; 27.2 vs 20.3; 52.1 vs 35.5 us), the per-call events and the
-#: flush's write-back, which is a larger share of a short kernel than 15 %.
+#: kernel-regime methods differ by a fixed few microseconds (on an H200: do_bench 13.3 us against
+#: the flushed loop's 10.6 us; 27.2 against 20.3; 52.1 against 35.5 us), the per-call events and
+#: the flush's write-back, which is a larger share of a short kernel than 15 %.
 SHORT_KERNEL_MS = 0.2
 
 
