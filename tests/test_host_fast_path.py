@@ -1,6 +1,5 @@
-"""The ops' fast paths (issue 24, goal 1): ``scale_copy``, ``row_sum``, ``fused_rmsnorm_silu``
-and ``gemm_relu`` check their inputs in full once per key (a :class:`runtime.CallCache`) and then
-only look the key up; ``MLADecodePlan.run`` compares its inputs with
+"""The ops' fast paths: ``scale_copy``, ``row_sum``, ``fused_rmsnorm_silu`` and ``gemm_relu`` check
+their inputs in full once per key (their :class:`runtime.Launchers`) and then only look the key up; ``MLADecodePlan.run`` compares its inputs with
 the plan's in one step and reuses the caches' 2-D views. In the emulator the key (the plan's
 comparison) holds every attribute the checks read; in GPU mode only what picks the kernel (the
 inputs' shapes for the plan), the compiled kernel refusing any other bad argument itself, which
@@ -46,6 +45,7 @@ def stand_ins(monkeypatch):
 
 
 def _spy_checks(monkeypatch, module):
+    """Count the op's full checks: those its plan makes and those its launchers repeat."""
     calls = []
     full = module._check
 
@@ -53,6 +53,7 @@ def _spy_checks(monkeypatch, module):
         calls.append(args)
         return full(*args)
     monkeypatch.setattr(module, "_check", spy)
+    monkeypatch.setattr(module._LAUNCHERS, "check", spy)
     return calls
 
 
@@ -275,7 +276,7 @@ def test_the_fast_path_costs_less_than_the_checks_it_skips(stand_ins, monkeypatc
     monkeypatch.setattr(scale_copy, "build_scale_copy", lambda N, **kw: lambda *args: None)
     scale_copy.scale_copy(x, 0.5, out=y)
     fast, full = _fast_and_full_us(lambda: scale_copy.scale_copy(x, 0.5, out=y),
-                                   lambda: scale_copy._check(x, y, "cpu"))
+                                   lambda: scale_copy._check(x, 0.5, y, {}))
     assert fast < 0.8 * full, f"the fast path costs {fast:.2f} us, the checks it skips {full:.2f} us"
 
 

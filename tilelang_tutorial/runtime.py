@@ -410,31 +410,58 @@ class UncompiledKernel:
         return run(self, *args, **scalars)
 
 
-class CallCache(dict):
-    """An op's fast path: ``{key: entry}`` for the calls that passed the op's full checks, keyed by
-    what those checks and the kernel choice depend on, so that a later call with the key skips
-    them (``cache.get(key)``: one dict lookup). Bounded: :meth:`remember` starts over when
-    ``maxsize`` entries are held (a caller cycling through many shapes).
+class Launchers:
+    """An op's launchers, one per key: the one fast path every op of the tutorial calls through.
 
-    What goes in a key is the op's decision. In GPU mode, where the compiled kernel checks every
-    tensor argument itself (:func:`checks_its_arguments`), the key is what picks the kernel, and an
-    argument the kernel refuses is then named by the op's checks (``checks.first_problem``); where
-    nothing checks the arguments (the emulator, another backend) the key holds every attribute the
-    checks read, or the checks run on every call."""
+    ``plan(*args) -> (launch, kernels)`` checks the op's inputs in full (one line naming the first
+    problem, before any compiler runs), builds, and returns ``launch(*args)``, which runs every
+    later call with the same key, and the compiled kernels it launches. ``check(*args)`` checks the
+    inputs from scratch. Calling ``launchers(m, key, *args)`` (``m``: :func:`mode`) plans once per
+    key, then costs a dictionary lookup and the launch: a repeated call's host cost stays at the
+    bare compiled-kernel call's.
 
-    __slots__ = ("maxsize",)
+    What goes in a key is the op's decision. In GPU mode, where each compiled kernel checks every
+    tensor argument itself (:func:`checks_its_arguments`), the key is what picks the kernels, and
+    an argument a kernel refuses is then named by ``check`` (``checks.first_problem``); where a
+    kernel checks nothing (another backend, or no kernel at all) ``check`` runs on every call. In
+    the emulator nothing checks the arguments: the key holds every attribute ``check`` reads. A
+    key of ``None`` (inputs that could not be keyed) is planned on every call, which names the
+    problem. An entry serves only under the mode it was planned in. Bounded: it starts over when
+    ``maxsize`` entries are held (a caller cycling through many shapes)."""
 
-    def __init__(self, maxsize: int = 1024):
-        super().__init__()
-        self.maxsize = maxsize
+    __slots__ = ("plan", "check", "maxsize", "entries")
 
-    def remember(self, key, entry) -> None:
-        """Keep ``entry`` under ``key`` (None: a call whose inputs could not be keyed; kept nowhere)."""
-        if key is None:
-            return
-        if len(self) >= self.maxsize:
-            self.clear()
-        self[key] = entry
+    def __init__(self, plan, check, maxsize: int = 1024):
+        self.plan, self.check, self.maxsize = plan, check, maxsize
+        self.entries: dict = {}
+
+    def __call__(self, m: "Mode", key, *args):
+        try:
+            entry = self.entries.get(key)
+        except TypeError:                                   # an unhashable knob: planned every call
+            key = entry = None
+        if entry is None or entry[2] is not m:
+            launch, kernels = self.plan(*args)
+            trusted = m.name != "gpu" or (bool(kernels) and all(checks_its_arguments(k) for k in kernels))
+            entry = (launch, trusted, m)
+            if key is not None:
+                if len(self.entries) >= self.maxsize:
+                    self.entries.clear()
+                self.entries[key] = entry
+        elif not entry[1]:
+            self.check(*args)
+        try:
+            return entry[0](*args)
+        except Exception:
+            from .checks import first_problem
+
+            problem = first_problem(self.check, *args)      # the argument a kernel refused
+            if problem is None:
+                raise
+            raise problem from None
+
+    def clear(self) -> None:
+        self.entries.clear()
 
 
 def launcher(kernel, emulator_checks: str | None = None):

@@ -9,8 +9,8 @@ fragment, so any N works. It is not ``T.Pipelined``: pipelining overlaps a copy 
 with work on the previous tile, and this kernel copies straight into registers (same CUDA either way).
 
 Sixteen rows per block, not 64: a reduction produces little per block, so the grid must have
-enough blocks to keep every SM's loads in flight (4096 rows / 64 = 64 blocks left half of an
-H200's 132 SMs idle and reached a quarter of the copy bandwidth; / 16 = 256 blocks).
+enough blocks to keep every SM's loads in flight (4096 rows make 256 blocks of 16 rows, but only
+64 blocks of 64 rows: fewer than a Hopper GPU's 132 SMs).
 """
 
 import functools
@@ -63,35 +63,27 @@ def row_sum_reference(x):
     return x.double().sum(dim=1)
 
 
-#: The op's fast path: ``{key: (builder, launcher, trusted)}`` for every combination of inputs
-#: that passed the full checks (:func:`_call_key` says what a key holds), with the compiled
-#: kernel's launcher (:func:`runtime.launcher`: the kernel itself on the GPU, the emulator
-#: otherwise); ``trusted``: a later call with the key may skip the checks. Bounded: cleared when it
-#: reaches _FAST_MAX entries.
-_FAST_MAX = 1024
-_FAST = runtime.CallCache(_FAST_MAX)
-
-
 def _call_key(x, out, m, config):
-    """What the checks and the build depend on, read cheaply.
+    """What the checks and the build depend on, read cheaply (:class:`runtime.Launchers`).
 
-    In GPU mode the launcher is the compiled kernel, whose generated host code checks every
-    tensor argument itself before it launches (dtype, number of dimensions, each dimension against
-    N and against x's rows, strides, device type and device id): the key is what picks the kernel
-    (x's dtype, its shape past the rows, whether ``out`` is given, the architecture, the knobs), and
-    an argument the kernel refuses is then named by :func:`_check`. In the emulator nothing checks
+    In GPU mode the compiled kernel's generated host code checks every tensor argument itself
+    before it launches (dtype, number of dimensions, each dimension against N and against x's
+    rows, strides, device type and device id): the key is what picks the kernel (the builder, x's
+    dtype, its shape past the rows, whether ``out`` is given, the architecture, the knobs), and an
+    argument the kernel refuses is then named by :func:`_check`. In the emulator nothing checks
     the arguments: the key holds every attribute :func:`_check` reads (each tensor's type, shape,
     dtype, device and contiguity), so two calls with one key pass or fail the same checks."""
     knobs = tuple(config.items()) if config else ()
     if m.name == "gpu":
-        return (x.shape[1:], x.dtype, out is None, m.arch, knobs)
-    return (type(x), x.shape, x.dtype, x.device, x.is_contiguous(),
+        return (build_row_sum, x.shape[1:], x.dtype, out is None, m.arch, knobs)
+    return (build_row_sum, type(x), x.shape, x.dtype, x.device, x.is_contiguous(),
             None if out is None else (type(out), out.shape, out.dtype, out.device, out.is_contiguous()),
-            m.name, m.arch, knobs)
+            m.arch, knobs)
 
 
-def _check(x, out, device: str) -> None:
+def _check(x, out, config) -> None:
     """Every check, from scratch: one line naming the first problem."""
+    device = runtime.mode().device
     checks.check_tensor(x, "x", dtype=(torch.float16, torch.bfloat16, torch.float32), device_type=None, ndim=2)
     if out is not None:
         checks.check_tensor(out, "out", dtype=torch.float32, device_type=None, ndim=1, shape=(x.shape[0],))
@@ -102,33 +94,32 @@ def _check(x, out, device: str) -> None:
             raise ValueError(f"out must be on x's device ({x.device}), got {out.device}")
 
 
+def _plan(x, out, config):
+    """Check, build, and return the launch of every call with this key and its kernel."""
+    _check(x, out, config)
+    kernel = build_row_sum(x.shape[1], dtype=str(x.dtype).replace("torch.", ""), **config)
+    launch = runtime.launcher(kernel)
+
+    def sum_into(x, out, config):
+        s = torch.empty(x.shape[0], dtype=torch.float32, device=x.device) if out is None else out
+        launch(x, s)
+        return s
+    return sum_into, (kernel,)
+
+
+#: The op's launchers, one per :func:`_call_key`.
+_LAUNCHERS = runtime.Launchers(_plan, _check)
+
+
 def row_sum(x, *, out=None, **config):
     """fp32 row sums of a contiguous 2-D fp16/bf16/fp32 tensor (GPU, or the emulator on the CPU).
 
-    The checks and the build lookup run once per key (:func:`_call_key`); a later call with the
-    key looks up its launcher in one dict and launches (issue 24: the op's host cost at the bare
-    kernel call's). Bad input gets one line naming the problem either way."""
+    The checks and the build run once per key (:func:`_call_key`); a later call with the key looks
+    up its launcher and launches, so a repeated call costs what the bare kernel call does. Bad
+    input gets one line naming the problem either way."""
     m = runtime.mode()
     try:
         key = _call_key(x, out, m, config)
-        fast = _FAST.get(key)
-    except Exception:       # not a tensor, or an unhashable knob: the full checks name it
-        key = fast = None
-    if fast is None or fast[0] is not build_row_sum:   # first call with this key (or a new builder)
-        _check(x, out, m.device)
-        kernel = build_row_sum(x.shape[1], dtype=str(x.dtype).replace("torch.", ""), **config)
-        launch = runtime.launcher(kernel)
-        trusted = m.name != "gpu" or (launch is kernel and runtime.checks_its_arguments(kernel))
-        fast = (build_row_sum, launch, trusted)
-        _FAST.remember(key, fast)
-    elif not fast[2]:       # a GPU-mode key, and a launcher that does not check its arguments
-        _check(x, out, m.device)
-    s = torch.empty(x.shape[0], dtype=torch.float32, device=x.device) if out is None else out
-    try:
-        fast[1](x, s)
-    except Exception:
-        problem = checks.first_problem(_check, x, out, m.device)   # the argument the kernel refused
-        if problem is None:
-            raise
-        raise problem from None
-    return s
+    except AttributeError:      # not a tensor: the checks name it
+        key = None
+    return _LAUNCHERS(m, key, x, out, config)

@@ -81,35 +81,27 @@ def scale_copy_reference(x, alpha: float):
     return x.float() * alpha
 
 
-#: The op's fast path: ``{key: (builder, launcher, trusted)}`` for every combination of inputs
-#: that passed the full checks (:func:`_call_key` says what a key holds), with the compiled
-#: kernel's launcher (:func:`runtime.launcher`: the kernel itself on the GPU, the emulator
-#: otherwise); ``trusted``: a later call with the key may skip the checks. Bounded: cleared when it
-#: reaches _FAST_MAX entries.
-_FAST_MAX = 1024
-_FAST = runtime.CallCache(_FAST_MAX)
-
-
 def _call_key(x, out, m, config):
-    """What the checks and the build depend on, read cheaply.
+    """What the checks and the build depend on, read cheaply (:class:`runtime.Launchers`).
 
-    In GPU mode the launcher is the compiled kernel, whose generated host code checks every
-    tensor argument itself before it launches (dtype, number of dimensions, each dimension against
-    N and against x's rows, strides, device type and device id): the key is what picks the kernel
-    (x's dtype, its shape past the rows, whether ``out`` is given, the architecture, the knobs), and
-    an argument the kernel refuses is then named by :func:`_check`. In the emulator nothing checks
+    In GPU mode the compiled kernel's generated host code checks every tensor argument itself
+    before it launches (dtype, number of dimensions, each dimension against N and against x's
+    rows, strides, device type and device id): the key is what picks the kernel (the builder, x's
+    dtype, its shape past the rows, whether ``out`` is given, the architecture, the knobs), and an
+    argument the kernel refuses is then named by :func:`_check`. In the emulator nothing checks
     the arguments: the key holds every attribute :func:`_check` reads (each tensor's type, shape,
     dtype, device and contiguity), so two calls with one key pass or fail the same checks."""
     knobs = tuple(config.items()) if config else ()
     if m.name == "gpu":
-        return (x.shape[1:], x.dtype, out is None, m.arch, knobs)
-    return (type(x), x.shape, x.dtype, x.device, x.is_contiguous(),
+        return (build_scale_copy, x.shape[1:], x.dtype, out is None, m.arch, knobs)
+    return (build_scale_copy, type(x), x.shape, x.dtype, x.device, x.is_contiguous(),
             None if out is None else (type(out), out.shape, out.dtype, out.device, out.is_contiguous()),
-            m.name, m.arch, knobs)
+            m.arch, knobs)
 
 
-def _check(x, out, device: str) -> None:
+def _check(x, alpha, out, config) -> None:
     """Every check, from scratch: one line naming the first problem."""
+    device = runtime.mode().device
     checks.check_tensor(x, "x", dtype=(torch.float16, torch.bfloat16, torch.float32), device_type=None, ndim=2)
     if out is not None:
         checks.check_tensor(out, "out", dtype=x.dtype, device_type=None, ndim=2, shape=tuple(x.shape))
@@ -120,34 +112,33 @@ def _check(x, out, device: str) -> None:
             raise ValueError(f"out must be on x's device ({x.device}), got {out.device}")
 
 
+def _plan(x, alpha, out, config):
+    """Check, build, and return the launch of every call with this key and its kernel."""
+    _check(x, alpha, out, config)
+    kernel = build_scale_copy(x.shape[1], dtype=str(x.dtype).replace("torch.", ""), **config)
+    launch = runtime.launcher(kernel)
+
+    def scale_into(x, alpha, out, config):
+        y = torch.empty_like(x) if out is None else out
+        launch(x, y, float(alpha))
+        return y
+    return scale_into, (kernel,)
+
+
+#: The op's launchers, one per :func:`_call_key`.
+_LAUNCHERS = runtime.Launchers(_plan, _check)
+
+
 def scale_copy(x, alpha: float, *, out=None, **config):
     """``alpha * x`` for a contiguous 2-D fp16/bf16/fp32 tensor, through the TileLang kernel (on the
     GPU in GPU mode, in the emulator on CPU tensors otherwise).
 
-    The checks and the build lookup run once per key (:func:`_call_key`); a later call with the
-    key looks up its launcher in one dict and launches (issue 24: the op's host cost at the bare
-    kernel call's). Bad input gets one line naming the problem either way."""
+    The checks and the build run once per key (:func:`_call_key`); a later call with the key looks
+    up its launcher and launches, so a repeated call costs what the bare kernel call does. Bad
+    input gets one line naming the problem either way."""
     m = runtime.mode()
     try:
         key = _call_key(x, out, m, config)
-        fast = _FAST.get(key)
-    except Exception:       # not a tensor, or an unhashable knob: the full checks name it
-        key = fast = None
-    if fast is None or fast[0] is not build_scale_copy:   # first call with this key (or a new builder)
-        _check(x, out, m.device)
-        kernel = build_scale_copy(x.shape[1], dtype=str(x.dtype).replace("torch.", ""), **config)
-        launch = runtime.launcher(kernel)
-        trusted = m.name != "gpu" or (launch is kernel and runtime.checks_its_arguments(kernel))
-        fast = (build_scale_copy, launch, trusted)
-        _FAST.remember(key, fast)
-    elif not fast[2]:       # a GPU-mode key, and a launcher that does not check its arguments
-        _check(x, out, m.device)
-    y = torch.empty_like(x) if out is None else out
-    try:
-        fast[1](x, y, float(alpha))
-    except Exception:
-        problem = checks.first_problem(_check, x, out, m.device)   # the argument the kernel refused
-        if problem is None:
-            raise
-        raise problem from None
-    return y
+    except AttributeError:      # not a tensor: the checks name it
+        key = None
+    return _LAUNCHERS(m, key, x, alpha, out, config)
