@@ -348,3 +348,41 @@ def test_call_cache_is_bounded_and_keeps_no_unkeyed_call():
     assert len(cache) == 3 and None not in cache
     cache.remember(("shape", 3), 3)                  # full: starts over, then keeps the new entry
     assert dict(cache) == {("shape", 3): 3}
+
+
+def test_launchers_plan_once_per_key_and_mode_and_name_what_a_launch_refuses():
+    plans, checked = [], []
+
+    def check(x):
+        checked.append(x)
+        if x < 0:
+            raise ValueError("x must not be negative")
+
+    def plan(x):
+        plans.append(x)
+        check(x)
+        return (lambda x: 1 / x if x else (_ for _ in ()).throw(RuntimeError("the kernel's own error"))), ()
+
+    launchers = runtime.Launchers(plan, check, maxsize=2)
+    emulated = runtime.Mode("emulated", "sm_90a", None, True, "no GPU")
+    assert launchers(emulated, "k", 2) == 0.5 and launchers(emulated, "k", 4) == 0.25
+    assert plans == [2], "planned once per key"
+    with pytest.raises(ValueError, match="negative") as err:       # a launch the key serves, refused
+        launchers(emulated, "k", -1)
+    assert err.value.__suppress_context__
+    with pytest.raises(RuntimeError, match="own error"):           # not the input's fault: unchanged
+        launchers(emulated, "k", 0)
+    other = runtime.Mode("emulated", "sm_80", None, True, "no GPU")
+    launchers(other, "k", 2)
+    assert plans == [2, 2], "an entry serves only the mode it was planned in"
+    launchers(emulated, None, 2)
+    launchers(emulated, ("unhashable", [1]), 2)
+    assert plans == [2, 2, 2, 2] and None not in launchers.entries, "unkeyed calls are planned every time"
+    launchers(emulated, "j", 2)
+    launchers(emulated, "i", 2)
+    assert len(launchers.entries) <= 2, "bounded"
+    gpu = runtime.Mode("gpu", "sm_90a", "a GPU", True)
+    checked.clear()
+    launchers(gpu, "g", 2)
+    launchers(gpu, "g", 2)
+    assert len(checked) == 2, "in GPU mode, with no kernel that checks its arguments, every call is checked"
