@@ -358,10 +358,17 @@ def test_launchers_plan_once_per_key_and_mode_and_name_what_a_launch_refuses():
         if x < 0:
             raise ValueError("x must not be negative")
 
+    def launch(x):
+        if x < 0:
+            raise RuntimeError("kernel main input x violates its constraint")
+        if x == 0:
+            raise RuntimeError("the kernel's own error")
+        return 1 / x
+
     def plan(x):
         plans.append(x)
         check(x)
-        return (lambda x: 1 / x if x else (_ for _ in ()).throw(RuntimeError("the kernel's own error"))), ()
+        return launch, ()
 
     launchers = runtime.Launchers(plan, check, maxsize=2)
     emulated = runtime.Mode("emulated", "sm_90a", None, True, "no GPU")
