@@ -109,54 +109,90 @@ def compile_cases():
 
 
 def exercise_cases():
+    from ...exercise_kit import mutated
     from .. import Exercise, WrongAnswer
     from . import exercises as ex
-    from . import wrong_answers as wrong
+    from .configs import SEED_CONFIG
+    from .kernel import gemm_relu_program
     from .solutions import bias_gelu, split_k_atomic, t4_tile, transpose_b
 
     def todo(*args):
         raise NotImplementedError
 
+    def notebook_02s_kernel(M, N, K, in_dtype):
+        """notebook 02's kernel as it is: B (K, N), three tensors"""
+        return gemm_relu_program(M, N, K, in_dtype=in_dtype)
+
+    # Each wrong answer is its solution with one mistake typed in: (old, new) edits of its source.
+    bt = transpose_b.gemm_transpose_b_solution
+    bt_copy = "T.copy(B[bx * block_N, ko * block_K], B_shared)"
+    relu = "C_local[i, j] = T.max(C_local[i, j], 0)"
+    gelu = bias_gelu.gemm_bias_gelu_solution
+    gelu_line = "C_local[i, j] = 0.5 * x * (1.0 + T.erf(x * _INV_SQRT2))"
+    bias_added = "x = C_local[i, j] + T.cast(Bias[col], accum_dtype)"
+    sk = split_k_atomic.gemm_split_k_atomic_solution
+    sk_steps = "steps_per_split = -(-(-(-K // block_K)) // split)"
+    sk_add = "T.atomic_add(C[by * block_M, bx * block_N], acc)"
+    sk_grid = "T.ceildiv(M, block_M), split, threads=threads"
     return [
-        Exercise("02 transposed B", ex.check_gemm_transposed_b, transpose_b.gemm_transpose_b_solution, starter=None,
+        Exercise("02 transposed B", ex.check_gemm_transposed_b, bt, starter=None,
                  wrong_answers=(
-                     WrongAnswer("(K, N) B", wrong.gemm_bt_untransposed_shape, "stored (N, K)"),
-                     WrongAnswer("no pipeline", wrong.gemm_bt_serial, "T.Pipelined"),
-                     WrongAnswer("wrong tile corner", wrong.gemm_bt_wrong_tile, "which element each B tile copy starts at"),
-                     WrongAnswer("no ReLU", wrong.gemm_bt_no_relu, "negative outputs"),
-                     WrongAnswer("B tiles read as (K, N)", wrong.gemm_bt_read_as_k_by_n, "as if it were stored (K, N)"),
+                     WrongAnswer("(K, N) B", notebook_02s_kernel, "stored (N, K)"),
+                     WrongAnswer("no pipeline", mutated(bt, ("for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages)",
+                                                             "for ko in T.serial(T.ceildiv(K, block_K))")), "T.Pipelined"),
+                     WrongAnswer("wrong tile corner", mutated(bt, (bt_copy, "T.copy(B[ko * block_K, bx * block_N], B_shared)")),
+                                 "which element each B tile copy starts at"),
+                     WrongAnswer("no ReLU", mutated(bt, (relu, "C_local[i, j] = C_local[i, j]")), "negative outputs"),
+                     WrongAnswer("B tiles read as (K, N)", mutated(
+                         bt, ("T.alloc_shared((block_N, block_K), in_dtype)", "T.alloc_shared((block_K, block_N), in_dtype)"),
+                         (bt_copy, "T.copy(B[ko * block_K, bx * block_N], B_shared)"), (", transpose_B=True)", ")")),
+                                 "as if it were stored (K, N)"),
                  )),
-        Exercise("02 bias + GELU", ex.check_gemm_epilogue, bias_gelu.gemm_bias_gelu_solution, starter=todo,
+        Exercise("02 bias + GELU", ex.check_gemm_epilogue, gelu, starter=todo,
                  wrong_answers=(
-                     WrongAnswer("no bias parameter", wrong.gemm_bias_gelu_no_bias, "4 tensors"),
+                     WrongAnswer("no bias parameter", notebook_02s_kernel, "4 tensors"),
                      WrongAnswer("factory raises", lambda M, N, K, dt: 1 / 0, "ZeroDivisionError"),
-                     WrongAnswer("GELU before bias", wrong.gemm_bias_gelu_wrong_order, "bias is added after the activation"),
-                     WrongAnswer("tanh approximation", wrong.gemm_bias_gelu_tanh, "tanh approximation"),
-                     WrongAnswer("sigmoid approximation", wrong.gemm_bias_gelu_sigmoid, "sigmoid approximation"),
-                     WrongAnswer("plain ReLU", wrong.gemm_bias_gelu_relu, "matches ReLU(x)"),
-                     WrongAnswer("erf(x / 2)", wrong.gemm_bias_gelu_erf_of_half_x, "not by 2"),
-                     WrongAnswer("no factor 0.5", wrong.gemm_bias_gelu_no_half, "factor 0.5"),
-                     WrongAnswer("bias never added", wrong.gemm_bias_gelu_bias_not_added, "without the bias"),
+                     WrongAnswer("GELU before bias", mutated(gelu, (bias_added, "x = C_local[i, j]"), (
+                         gelu_line, gelu_line + " + T.cast(Bias[col], accum_dtype)")), "bias is added after the activation"),
+                     WrongAnswer("tanh approximation", mutated(gelu, (gelu_line, "C_local[i, j] = 0.5 * x * (1.0 + T.tanh("
+                                                                      "0.7978845608028654 * (x + 0.044715 * x * x * x)))")),
+                                 "tanh approximation"),
+                     WrongAnswer("sigmoid approximation", mutated(gelu, (gelu_line, "C_local[i, j] = x / (1.0 + T.exp(-1.702 * x))")),
+                                 "sigmoid approximation"),
+                     WrongAnswer("plain ReLU", mutated(gelu, (gelu_line, "C_local[i, j] = T.max(x, 0)")), "matches ReLU(x)"),
+                     WrongAnswer("erf(x / 2)", mutated(gelu, ("T.erf(x * _INV_SQRT2)", "T.erf(x * 0.5)")), "not by 2"),
+                     WrongAnswer("no factor 0.5", mutated(gelu, ("0.5 * x * (1.0 + T.erf", "x * (1.0 + T.erf")), "factor 0.5"),
+                     WrongAnswer("bias never added", mutated(gelu, (bias_added, "x = C_local[i, j]")), "without the bias"),
                  )),
-        Exercise("02b split-K with atomics", ex.check_gemm_split_k_atomic, split_k_atomic.gemm_split_k_atomic_solution,
-                 starter=todo,
+        Exercise("02b split-K with atomics", ex.check_gemm_split_k_atomic, sk, starter=todo,
                  wrong_answers=(
-                     WrongAnswer("T.copy, not an atomic", wrong.split_k_copy_not_atomic, "overwrote C instead of adding"),
-                     WrongAnswer("bz not in the K offset", wrong.split_k_same_slice, "every slice read the same part of K"),
-                     WrongAnswer("steps per slice rounded down", wrong.split_k_floor_steps, "were never added"),
-                     WrongAnswer("ReLU on each slice", wrong.split_k_relu_per_slice, "sum of each slice's ReLU"),
-                     WrongAnswer("accumulator not cleared", wrong.split_k_no_clear, "never cleared"),
-                     WrongAnswer("grid rounds M down", wrong.split_k_grid_floor, "no block ever added to them"),
-                     WrongAnswer("no split at all", wrong.split_k_no_split, "never reads blockIdx.z"),
+                     WrongAnswer("T.copy, not an atomic", mutated(sk, (sk_add, "T.copy(acc, C[by * block_M, bx * block_N])")),
+                                 "overwrote C instead of adding"),
+                     WrongAnswer("bz not in the K offset", mutated(
+                         sk, ("A[by * block_M, (bz * steps_per_split + ko) * block_K]", "A[by * block_M, ko * block_K]"),
+                         ("B[(bz * steps_per_split + ko) * block_K, bx * block_N]", "B[ko * block_K, bx * block_N]")),
+                                 "every slice read the same part of K"),
+                     WrongAnswer("steps per slice rounded down", mutated(
+                         sk, (sk_steps, "steps_per_split = -(-K // block_K) // split")), "were never added"),
+                     WrongAnswer("ReLU on each slice", mutated(sk, (sk_add, "for i, j in T.Parallel(block_M, block_N):\n"
+                                                                    "                acc[i, j] = T.max(acc[i, j], 0)\n"
+                                                                    "            " + sk_add)),
+                                 "sum of each slice's ReLU"),
+                     WrongAnswer("accumulator not cleared", mutated(sk, ("T.clear(acc)", "")), "never cleared"),
+                     WrongAnswer("grid rounds M down", mutated(sk, (sk_grid, "M // block_M, split, threads=threads")),
+                                 "no block ever added to them"),
+                     WrongAnswer("no split at all", mutated(sk, (sk_steps, "steps_per_split = -(-K // block_K)"),
+                                                            (sk_grid, "T.ceildiv(M, block_M), 1, threads=threads")),
+                                 "never reads blockIdx.z"),
                  )),
         Exercise("02b a tile for a T4", ex.check_t4_tile, t4_tile.T4_TILE_SOLUTION, starter=None,
                  wrong_answers=(
-                     WrongAnswer("the seed unchanged", wrong.T4_SEED_UNCHANGED, "needs 96 KiB"),
-                     WrongAnswer("block_K = 48", wrong.T4_BLOCK_K_48, "needs 72 KiB"),
-                     WrongAnswer("block_K = 16", wrong.T4_BLOCK_K_16, "a larger block_K also fits"),
-                     WrongAnswer("two stages instead", wrong.T4_TWO_STAGES, "keep three stages"),
-                     WrongAnswer("a smaller tile", wrong.T4_SMALLER_TILE, "keep the seed's 128 x 128 tile"),
-                     WrongAnswer("a dict", wrong.T4_AS_DICT, "not a GemmConfig"),
+                     WrongAnswer("the seed unchanged", SEED_CONFIG, "needs 96 KiB"),
+                     WrongAnswer("block_K = 48", SEED_CONFIG.replace(block_K=48), "needs 72 KiB"),
+                     WrongAnswer("block_K = 16", SEED_CONFIG.replace(block_K=16), "a larger block_K also fits"),
+                     WrongAnswer("two stages instead", SEED_CONFIG.replace(num_stages=2), "keep three stages"),
+                     WrongAnswer("a smaller tile", SEED_CONFIG.replace(block_M=64, block_N=64), "keep the seed's 128 x 128 tile"),
+                     WrongAnswer("a dict", SEED_CONFIG.replace(block_K=32).as_dict(), "not a GemmConfig"),
                  )),
     ]
 
