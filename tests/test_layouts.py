@@ -24,8 +24,8 @@ def _infer(which: str, arch: str, policy: str = "Square", threads: int = 128):
         prog = D.gemm_program(128, 128, 64, threads=threads, policy=pol)
     elif which == "gemm_rs":
         prog = D.gemm_rs_program(64, 64, 32, threads=threads, policy=pol)
-    elif which == "two_wg":
-        prog = D.two_warpgroup_program(threads=threads, policy=pol)
+    elif which == "chained":
+        prog = D.chained_gemm_program(threads=threads, policy=pol)
     else:
         raise KeyError(which)
     return L.infer_layouts(prog, arch=arch)
@@ -38,9 +38,9 @@ CASES = [
     ("gemm", "sm_90a", "Square", 128, "C_local"),
     ("gemm_rs", "sm_80", "Square", 128, "A_local"),
     ("gemm_rs", "sm_80", "Square", 128, "C_local"),
-    ("two_wg", "sm_90a", "FullCol", 256, "acc_s"),
-    ("two_wg", "sm_90a", "FullCol", 256, "acc_o"),
-    ("two_wg", "sm_80", "Square", 256, "acc_o"),
+    ("chained", "sm_90a", "FullCol", 256, "acc_h"),
+    ("chained", "sm_90a", "FullCol", 256, "acc_y"),
+    ("chained", "sm_80", "Square", 256, "acc_y"),
 ]
 
 
@@ -87,8 +87,8 @@ def test_mma_operand_fragment_is_replicated_across_the_n_warps():
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_fullcol_splits_columns_between_warpgroups(arch):
-    infos = _infer("two_wg", arch, "FullCol", 256)
-    for name in ("acc_s", "acc_o"):
+    infos = _infer("chained", arch, "FullCol", 256)
+    for name in ("acc_h", "acc_y"):
         info = infos[name]
         assert info.split_axis() == "columns", name
         wg = info.warpgroup_of()
@@ -104,12 +104,6 @@ def test_fullrow_splits_rows_when_the_tile_allows_it():
     assert cols["C_local"].split_axis() == "columns"
     wg = rows["C_local"].warpgroup_of()
     assert (wg[:64] == 0).all() and (wg[64:] == 1).all()
-
-
-def test_64_row_tile_cannot_split_rows_between_wgmma_warpgroups():
-    # MLA's 64 heads: a wgmma warpgroup needs 64 rows, so every policy splits the columns
-    for policy in ("FullCol", "FullRow", "Square"):
-        assert _infer("two_wg", "sm_90a", policy, 256)["acc_o"].split_axis() == "columns", policy
 
 
 def test_hand_made_fragment_matches_tvm_mapping():
@@ -172,8 +166,8 @@ def test_inferred_gemm_shared_tiles_are_conflict_free_for_ldmatrix():
 
 
 def test_layouts_text_mentions_every_buffer():
-    text = L.layouts_text(D.two_warpgroup_program(), arch="sm_90a")
-    for name in ("acc_s", "acc_o", "KV_shared", "Q_shared"):
+    text = L.layouts_text(D.chained_gemm_program(), arch="sm_90a")
+    for name in ("acc_h", "acc_y", "W1_shared", "X_shared"):
         assert name in text
     assert "thread =" in text
 
@@ -181,8 +175,8 @@ def test_layouts_text_mentions_every_buffer():
 def test_plots_are_produced():
     import matplotlib.pyplot as plt
 
-    infos = _infer("two_wg", "sm_90a", "FullCol", 256)
-    fig = L.plot_fragment(infos["acc_s"], color_by="warpgroup")
+    infos = _infer("chained", "sm_90a", "FullCol", 256)
+    fig = L.plot_fragment(infos["acc_h"], color_by="warpgroup")
     assert fig.axes and fig.axes[0].images
     plt.close(fig)
     small = L.fragment_info(_infer("gemm_rs", "sm_80")["A_local"].layout)
@@ -211,15 +205,16 @@ def test_tilelang_plot_layout_writes_a_png(tmp_path):
 def test_picker_draws_the_buffer_its_dropdown_names():
     from tilelang_tutorial.lessons.layouts.catalogue import CATALOGUE
 
-    picker = L.LayoutPicker(CATALOGUE, kernel="mla_decode (notebook 04)", arch="sm_90a")
+    picker = L.LayoutPicker(CATALOGUE, kernel="two chained GEMMs (two warpgroups)", threads=256, policy="FullCol",
+                            arch="sm_90a")
     assert picker.state["buffer"] in picker.infos and picker.infos[picker.state["buffer"]].kind == "fragment"
-    assert picker.infos["acc_o"].split_axis() == "columns" and picker.infos["acc_s"].split_axis() == "columns"
-    assert picker.select(buffer="acc_s") == "acc_s"
+    assert picker.infos["acc_y"].split_axis() == "columns" and picker.infos["acc_h"].split_axis() == "columns"
+    assert picker.select(buffer="acc_h") == "acc_h"
     fig, text = picker.figure()
-    assert text.startswith("acc_s") or "acc_s" in text.splitlines()[0]
+    assert text.startswith("acc_h") or "acc_h" in text.splitlines()[0]
     # a kernel without that buffer: the picker moves to one it has and says which
     drawn = picker.select(kernel="gemm_relu (notebook 02)", threads=128, policy="Square")
-    assert drawn in picker.infos and drawn != "acc_s" and picker.infos["C_local"].threads == 128
+    assert drawn in picker.infos and drawn != "acc_h" and picker.infos["C_local"].threads == 128
 
 
 def test_picker_draws_the_notebooks_own_factories():
@@ -284,7 +279,7 @@ def test_picker_draws_once_and_its_label_names_the_drawn_buffer(monkeypatch):
     assert drawn == [("C_local", drawn[0][1])] and drawn[0][1].startswith("C_local")
     picker.widgets["policy"].value = "FullRow"
     assert len(drawn) == 2 and picker.infos["C_local"].split_axis() == "rows"
-    picker.widgets["kernel"].value = "mla_decode (notebook 04)"
+    picker.widgets["kernel"].value = "two chained GEMMs (two warpgroups)"
     assert len(drawn) == 3 and drawn[-1][0] == picker.widgets["buffer"].value
     assert drawn[-1][1].startswith(drawn[-1][0] + ":")
 

@@ -179,12 +179,6 @@ class LayoutInfo:
         if self.kind != "fragment":
             raise ValueError(f"{self.name} is a {self.kind} layout, not a fragment")
 
-    @property
-    def thread_ids(self) -> np.ndarray:
-        """The sorted distinct threads that own at least one element."""
-        self._require_fragment()
-        return np.unique(self.owner)
-
     def owners(self, *index: int) -> list[int]:
         """All threads holding element ``index`` (one per replica)."""
         self._require_fragment()

@@ -1,5 +1,5 @@
 """The kernels notebook 03's layout picker offers: builders ``(threads, policy, dtype, arch) ->
-T.prim_func``, from this lesson's programs and the tutorial's own GEMM and MLA kernels.
+T.prim_func``, from this lesson's programs, notebook 01's copy-and-scale and notebook 02's GEMM.
 
 :func:`catalogue` takes the notebook's own factories (so the picker draws the kernels the reader's
 cells define); :data:`CATALOGUE` is the same built from the package's copies.
@@ -18,15 +18,6 @@ def gemm_relu(threads, policy, dtype, arch):
 
     return gemm_relu_program(1024, 1024, 1024, block_M=128, block_N=128, block_K=64, num_stages=3,
                              threads=threads, policy=_policy_name(policy), in_dtype=dtype)
-
-
-def mla_decode(threads, policy, dtype, arch):
-    """notebook 04's auto schedule: 64 heads, no split; its policy (FullCol) and 256 threads are
-    fixed by the kernel, so those two choices are ignored."""
-    from ..mla.auto import mla_decode_program
-    from ..mla.op import stages_for
-
-    return mla_decode_program(64, dtype, split=False, num_stages=stages_for(arch, 2))
 
 
 def catalogue(gemm_program=None, gemm_rs_program=None, chained_gemm_program=None, transpose_program=None,
@@ -54,7 +45,6 @@ def catalogue(gemm_program=None, gemm_rs_program=None, chained_gemm_program=None
         "transpose (its policy is unused)":
             lambda threads, policy, dtype, arch: transpose_program(200, 136, threads=threads, dtype=dtype),
         "gemm_relu (notebook 02)": gemm_relu,
-        "mla_decode (notebook 04)": mla_decode,
     }
 
 

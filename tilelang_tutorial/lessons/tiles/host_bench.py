@@ -1,5 +1,5 @@
 """Suite ``tile_host``: what ``scale_copy`` and ``row_sum`` cost per call above their compiled
-kernels (issue 24, goal 1), on the GPU.
+kernels, on the GPU.
 
 Each point times, back to back with host time counted (:func:`tilelang_tutorial.host_cost.measure_record`,
 two methods that must agree), the op as a user calls it (``scale_copy(x, 0.5, out=y)``,
@@ -13,6 +13,7 @@ from __future__ import annotations
 from ... import checks, host_cost, results
 from . import row_sum as row_sum_mod
 from . import scale_copy as scale_copy_mod
+from .bench import default_config  # noqa: F401 (the knobs a record names: the op's defaults)
 
 SUITE = "tile_host"
 COMMAND = "python -m tilelang_tutorial bench tile_host"
@@ -27,14 +28,6 @@ def measured(record):
     mod = {"scale_copy": scale_copy_mod, "row_sum": row_sum_mod}[kernel]
     factory, op = getattr(mod, f"{kernel}_program"), getattr(mod, kernel)
     return [factory(record["shape"]["N"], dtype=record["dtype"], **record["config"]), op, mod._call_key]
-
-
-def default_config(factory) -> dict:
-    """The tile knobs the op builds with (read off the factory's signature, never retyped)."""
-    import inspect
-
-    return {k: p.default for k, p in inspect.signature(factory).parameters.items()
-            if k in ("block_M", "block_N", "threads")}
 
 
 def points(quick: bool = False):
