@@ -1,9 +1,10 @@
-"""Plausible wrong answers to this lesson's exercises (``tests/test_exercises.py``)."""
+"""Plausible wrong answers to this lesson's exercises (``tests/test_exercises.py``): answers to
+the table, and the transpose with one mistake typed into a solution's or section 6's kernel."""
 import functools
 
-import tilelang.language as T
-
+from ...exercise_kit import mutated
 from .programs import transpose_program
+from .solutions.transpose_layout import conflict_free_transpose
 
 #: 32x32 fp16 conflict table guessed from notebook 03's 64-wide tile (8-way / 32-way): wrong.
 CONFLICT_TABLE_FROM_64_WIDE = [[8, 32], [1, 1]]
@@ -24,49 +25,10 @@ TRANSPOSE_ALIGNED_PAD = functools.partial(transpose_program, pad=4, dtype="float
 TRANSPOSE_FP16_KERNEL = functools.partial(transpose_program, pad=2)
 
 
-def transpose_padded_rows(M, N, block=64, threads=128, dtype="float32"):
-    """Padding on the wrong dimension: two extra rows, rows still 256 B apart."""
-
-    @T.prim_func
-    def transpose(A: T.Tensor((M, N), dtype), B: T.Tensor((N, M), dtype)):
-        with T.Kernel(T.ceildiv(N, block), T.ceildiv(M, block), threads=threads) as (bx, by):
-            A_shared = T.alloc_shared((block + 2, block), dtype)
-            B_tile = T.alloc_fragment((block, block), dtype)
-            T.copy(A[by * block, bx * block], A_shared[0:block, 0:block])
-            for i, j in T.Parallel(block, block):
-                B_tile[i, j] = A_shared[j, i]
-            T.copy(B_tile, B[bx * block, by * block])
-
-    return transpose
-
-
-def transpose_untransposed_read(M, N, block=64, threads=128, dtype="float32"):
-    """Conflict-free padding, but the read forgot to swap the indices."""
-
-    @T.prim_func
-    def transpose(A: T.Tensor((M, N), dtype), B: T.Tensor((N, M), dtype)):
-        with T.Kernel(T.ceildiv(N, block), T.ceildiv(M, block), threads=threads) as (bx, by):
-            A_shared = T.alloc_shared((block, block + 1), dtype)
-            B_tile = T.alloc_fragment((block, block), dtype)
-            T.copy(A[by * block, bx * block], A_shared[0:block, 0:block])
-            for i, j in T.Parallel(block, block):
-                B_tile[i, j] = A_shared[i, j]
-            T.copy(B_tile, B[bx * block, by * block])
-
-    return transpose
-
-
-def transpose_blocks_not_swapped(M, N, block=64, threads=128, dtype="float32"):
-    """Conflict-free padding, but block (by, bx) of A written to block (by, bx) of B."""
-
-    @T.prim_func
-    def transpose(A: T.Tensor((M, N), dtype), B: T.Tensor((N, M), dtype)):
-        with T.Kernel(T.ceildiv(N, block), T.ceildiv(M, block), threads=threads) as (bx, by):
-            A_shared = T.alloc_shared((block, block + 1), dtype)
-            B_tile = T.alloc_fragment((block, block), dtype)
-            T.copy(A[by * block, bx * block], A_shared[0:block, 0:block])
-            for i, j in T.Parallel(block, block):
-                B_tile[i, j] = A_shared[j, i]
-            T.copy(B_tile, B[by * block, bx * block])
-
-    return transpose
+#: padding on the wrong dimension: one extra row, rows still 256 B apart
+transpose_padded_rows = mutated(conflict_free_transpose, ("(block, block + pad)", "(block + pad, block)"))
+#: conflict-free padding, but the read forgot to swap the indices
+transpose_untransposed_read = mutated(conflict_free_transpose, ("A_shared[j, i]", "A_shared[i, j]"))
+#: conflict-free padding, but block (by, bx) of A written to block (by, bx) of B
+transpose_blocks_not_swapped = mutated(conflict_free_transpose,
+                                       ("B[bx * block, by * block]", "B[by * block, bx * block]"))
