@@ -5,7 +5,7 @@
    and the ``T.GemmWarpPolicy`` of both GEMMs (``"FullRow"``, ``"FullCol"`` or ``"Square"``).
    Call ``check_warp_config({"block_H": ..., "threads": ..., "policy": ...})``. The checker runs
    TileLang's layout inference (:func:`tilelang_tutorial.layouts.infer_layouts`, no nvcc) on
-   ``lessons/layouts/programs.py: two_warpgroup_program`` -- the kernel's two GEMMs, ``acc_s = Q @ KV^T`` and
+   :func:`two_gemms_program` -- the kernel's two GEMMs, ``acc_s = Q @ KV^T`` and
    ``acc_o += S @ KV`` -- with your choice, reads how many registers per thread the fp32
    accumulators take and which axis the warpgroups split, and explains the register cost.
    It passes when (a) the accumulators leave room in the consumers' share of the register file
@@ -28,7 +28,7 @@
 
 Solutions: ``solutions/warp_policy.py`` and ``solutions/combine_kernel.py`` in this lesson's folder.
 """
-from __future__ import annotations
+# NOTE: no `from __future__ import annotations` here: T.prim_func evaluates the annotations.
 
 import math
 
@@ -143,6 +143,36 @@ POLICIES = ("FullRow", "FullCol", "Square")
 _INTENT = {"FullRow": "rows", "FullCol": "columns"}
 
 
+def two_gemms_program(heads: int, threads: int, policy, *, dim: int = 512, block_N: int = 64,
+                      dtype: str = "float16"):
+    """The two GEMMs of one MLA decode block, with no softmax (only the layouts matter):
+    ``acc_s = Q @ KV^T`` (heads x block_N), its copy to ``S_shared``, ``acc_o += S @ KV``
+    (heads x dim), both GEMMs with the warp ``policy``."""
+    import tilelang.language as T
+
+    seqlen = T.dynamic("seqlen")
+
+    @T.prim_func
+    def two_gemms(Q: T.Tensor((heads, dim), dtype), KV: T.Tensor((seqlen, dim), dtype),
+                  Out: T.Tensor((heads, dim), dtype)):
+        with T.Kernel(1, threads=threads):
+            Q_shared = T.alloc_shared((heads, dim), dtype)
+            KV_shared = T.alloc_shared((block_N, dim), dtype)
+            S_shared = T.alloc_shared((heads, block_N), dtype)
+            acc_s = T.alloc_fragment((heads, block_N), "float32")
+            acc_o = T.alloc_fragment((heads, dim), "float32")
+            T.copy(Q, Q_shared)
+            T.clear(acc_o)
+            for k in T.serial(T.ceildiv(seqlen, block_N)):
+                T.copy(KV[k * block_N, 0], KV_shared)
+                T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True, policy=policy, clear_accum=True)
+                T.copy(acc_s, S_shared)
+                T.gemm(S_shared, KV_shared, acc_o, policy=policy)
+            T.copy(acc_o, Out)
+
+    return two_gemms
+
+
 def consumer_register_budget(threads: int) -> int:
     """Registers per consumer thread that setmaxnreg can give when a 128-thread producer keeps 24."""
     share = (REGISTER_FILE - 128 * PRODUCER_REGS) // threads // 8 * 8
@@ -173,12 +203,10 @@ def _check_warp_config(choice, arch) -> ExerciseResult:
         return res.failed(f"threads must be 128, 256 or 512 (whole warpgroups of 128), got {threads!r}")
     if policy not in POLICIES:
         return res.failed(f"policy must be one of {POLICIES}, got {policy!r}")
-    from ..layouts import programs as D
     from ... import layouts as L
 
     try:
-        infos = L.infer_layouts(D.two_warpgroup_program(heads=block_h, threads=threads, policy=L.warp_policy(policy)),
-                                arch=arch)
+        infos = L.infer_layouts(two_gemms_program(block_h, threads, L.warp_policy(policy)), arch=arch)
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [""])[-1][:400]
         return res.failed(f"layout inference rejected block_H={block_h}, threads={threads}, {policy}: {first}")
