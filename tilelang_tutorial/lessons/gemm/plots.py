@@ -46,28 +46,6 @@ def whose_figures(factory, records) -> str:
             "the figures are of the package's copy, not of your edit (time yours on a GPU: the next cell)")
 
 
-def time_on_gpu(factory, config, *, size: int = 4096, dtype: str = "float16") -> str:
-    """Check, then time, the reader's kernel at ``size``³ on the GPU (one line). A kernel that gives
-    wrong values there is reported with ✘ and not timed."""
-    import torch
-
-    from ... import checks, runtime, timing
-    from .kernel import gemm_relu_reference
-
-    tdt = getattr(torch, dtype)
-    a = checks.random_tensor((size, size), tdt, "cuda")
-    b = checks.random_tensor((size, size), tdt, "cuda")
-    c = checks.poisoned((size, size), tdt, "cuda")
-    kernel = runtime.compile_kernel(factory(None, size, size, in_dtype=dtype, dynamic_m=True, **config.as_dict()))
-    kernel(a, b, c)
-    torch.cuda.synchronize()
-    verdict = checks.compare(c, gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dtype])
-    if not verdict.ok:
-        return f"✘ {config.name}: wrong at {size}^3 ({verdict}); not timed"
-    ms = timing.median_ms(lambda: kernel(a, b, c))
-    return f"{config.name}: {2 * size ** 3 / ms / 1e9:4.0f} TFLOP/s ({ms * 1e3:.0f} us), checked first"
-
-
 def recorded_figure(factory, *, dtype: str = "float16", sizes=(2048, 4096, 8192)):
     """Notebook 02's one picture: the recorded seed and tuned kernels against torch ``relu(a @ b)``
     and cuBLAS ``a @ b`` on the squares, the 4096³ figures in words, and whether ``factory`` (the
@@ -85,3 +63,10 @@ def recorded_figure(factory, *, dtype: str = "float16", sizes=(2048, 4096, 8192)
               f"{record['ratio_to_reference']:.2f}x torch ({record['reference']['value']:.0f})")
     print(whose_figures(factory, report.records("gemm", where=squares)))
     return figure
+
+
+def recorded_cublas_tflops(size: int = 4096, dtype: str = "float16") -> float:
+    """cuBLAS's ``a @ b`` rate (TFLOP/s) recorded beside the ``gemm`` records at ``size``^3."""
+    from ... import report
+
+    return report.records("gemm", where={"dtype": dtype, "shape.K": size})[0]["ceiling"]["value"]

@@ -741,20 +741,6 @@ def test_the_recorded_figure_says_whether_the_readers_cell_was_measured():
     assert "package's copy, not of your edit" in plots.whose_figures(_no_relu_program, records)
 
 
-@requires_gpu
-def test_notebook_02_times_only_a_kernel_that_checks_out():
-    """Notebook 02's GPU timing cell: the reader's kernel is checked at 4096^3 before it is timed;
-    a wrong one is reported with ✘ and not timed."""
-    line = plots.time_on_gpu(gr.gemm_relu_program, gr.SEED_CONFIG, size=1024)
-    assert "TFLOP/s" in line and "✘" not in line, line
-    line = plots.time_on_gpu(_no_relu_program, gr.SEED_CONFIG, size=1024)
-    assert line.startswith("✘") and "not timed" in line, line
-
-
-# ------------------------------------------------------------------------------------------------
-# The op's host path: one plan per key, bad input still refused
-# ------------------------------------------------------------------------------------------------
-
 def test_a_repeated_call_reuses_its_plan_and_new_data_still_gets_the_right_answer(monkeypatch):
     """The second call with the same key neither re-validates nor asks the rule again, and computes
     from the new tensors (checked against the fp32 reference, poisoned output)."""
