@@ -10,6 +10,8 @@
     render                 execute every notebook and save the executed copies as HTML in docs/rendered/
     render --markdown-only after a prose-only edit: refresh the pages' markdown, keep their outputs
     sync-kernels [--check] copy the package's kernels into the notebooks' kernel cells
+    mutants [LESSON ...]   mutation testing: do the checks reject the solutions with one mistake typed in?
+                           (--sample N: a seeded sample of N per lesson; --seed S)
 """
 from __future__ import annotations
 
@@ -226,6 +228,25 @@ def sweep(name: str, rest: list[str]) -> int:
     return getattr(importlib.import_module(f"{lesson}.{module}"), func)(rest) or 0
 
 
+def lesson_mutants(names: list[str]) -> dict:
+    """``{lesson: its mutants module}`` for the lessons named (default: every lesson that has one)."""
+    import importlib
+    import importlib.util
+
+    from tilelang_tutorial import lessons
+
+    known = lessons.lesson_names()
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"unknown lesson(s) {', '.join(unknown)}; the lessons are: {', '.join(known)}")
+    found = {}
+    for name in names or known:
+        module = f"{lessons.__name__}.{name}.mutants"
+        if importlib.util.find_spec(module) is not None:
+            found[name] = importlib.import_module(module)
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tilelang_tutorial", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -254,6 +275,10 @@ def main(argv: list[str] | None = None) -> int:
                         "their outputs (refused where a code cell changed)")
     k = sub.add_parser("sync-kernels", help="copy the package's kernels into the notebooks' kernel cells")
     k.add_argument("--check", action="store_true", help="only report the cells that differ")
+    mu = sub.add_parser("mutants", help="mutation testing of the notebooks' and exercises' checks (emulator)")
+    mu.add_argument("lessons", nargs="*", help="lesson folders (default: all)")
+    mu.add_argument("--sample", type=int, default=None, help="judge a seeded sample of N mutants per lesson")
+    mu.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
     args = parser.parse_args(argv)
     if args.command == "doctor":
         return doctor()
@@ -278,6 +303,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.markdown_only:
             return 1 if notebook_runs.refresh_markdown(args.notebooks) else 0
         return notebook_runs.render(args.notebooks)
+    if args.command == "mutants":
+        from tilelang_tutorial import mutants
+
+        return mutants.main(lesson_mutants(args.lessons), sample=args.sample, seed=args.seed)
     if args.command == "sync-kernels":
         from tilelang_tutorial import kernel_cells
 

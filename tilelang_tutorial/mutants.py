@@ -1,0 +1,420 @@
+"""Mutation testing of the tutorial's checks: does every check reject a wrong kernel?
+
+A *mutant* is a kernel's (or an exercise solution's) source with one mistake typed in at one
+place, made by rule (:func:`generate`):
+
+* ``grid_swap``: the first two grid extents of ``T.Kernel(...)`` swapped;
+* ``index_swap``: two block indices (``bx``, ``by``, ``bz``) swapped in one index expression;
+* ``ceildiv``: ``T.ceildiv(a, b)`` -> ``(a // b)`` (the ragged last tile dropped);
+* ``neg_inf``: ``-T.infinity(...)`` -> ``0`` (a max's start value);
+* ``constant``: a number in an expression, a fill or an assignment changed (``0`` -> ``1``,
+  ``n`` -> ``n + 1``, ``c`` -> ``2 c``);
+* ``drop``: one statement dropped (a ``T.clear``, a ``T.fill``, a barrier/fence/sync, a rescale
+  ``*=`` or ``/=``);
+* ``accumulate``: ``a += b`` -> ``a = b``;
+* ``narrow``: an fp32 accumulator (``alloc_fragment`` / ``alloc_local``) given the input dtype;
+* ``param``: a scalar parameter replaced by the value the check passes (``alpha`` -> ``0.5``);
+* ``mask``: a comparison's ``<`` <-> ``<=`` (``>`` <-> ``>=``).
+
+Only the kernel's own code is mutated: the bodies of the ``@T.prim_func`` / ``@T.macro``
+functions a factory defines, or the body of an eager ``@tilelang.jit`` function (never the
+signatures, the tensor annotations or the factory's Python around them).
+
+Each mutant has a stable id, ``rule Lline: old -> new`` (the line counted in the target's own
+source), and is built with :func:`tilelang_tutorial.exercise_kit.mutated`. A :class:`Target` is a
+function plus the check a notebook or an exercise runs on it; a mutant is *killed* when that check
+rejects it (a failing comparison, a compile error, the emulator stopping or refusing it) and
+*survives* when the check passes. A survivor is a weakness of the check, unless it is an
+*equivalent* mutant (the same results on every input): each lesson's ``mutants.py`` lists those
+by id with a one-line reason. ``python -m tilelang_tutorial mutants`` runs them all.
+
+This module never imports a lesson: the command line finds each lesson's ``mutants.py``.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import random
+import re
+import textwrap
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+RULES = ("grid_swap", "index_swap", "ceildiv", "neg_inf", "constant", "drop", "accumulate", "narrow",
+         "param", "mask")
+BLOCK_INDICES = ("bx", "by", "bz")
+#: Statements the ``drop`` rule removes: calls whose name is one of these, or contains one of
+#: the words after them (barriers, fences, syncs).
+DROPPED_CALLS = ("clear", "fill")
+DROPPED_WORDS = ("barrier", "fence", "sync")
+FLIPPED = {ast.Lt: "<=", ast.LtE: "<", ast.Gt: ">=", ast.GtE: ">"}
+OPERATOR = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+
+
+@dataclass(frozen=True, order=True)
+class Mutant:
+    """One replacement ``old -> new`` in a target's source: ``old`` starts at ``line`` (1-based,
+    in the dedented source of the target function), column ``col``."""
+
+    line: int
+    col: int
+    rule: str
+    old: str
+    new: str
+    context: str = field(default="", compare=False)   # the whole lines holding ``old``, as in the source
+    replaced: str = field(default="", compare=False)  # those lines with ``old`` replaced
+
+    @property
+    def id(self) -> str:
+        old, new = (" ".join(s.split()) for s in (self.old, self.new))
+        return f"{self.rule} L{self.line}: {old} -> {new}"
+
+
+def function_of(target_function) -> Callable:
+    """The Python function whose source is mutated: the function itself, or the one an eager
+    ``@tilelang.jit`` object wraps (its ``func.orig_func``)."""
+    inner = getattr(getattr(target_function, "func", None), "orig_func", None)
+    return inner if inner is not None else target_function
+
+
+def source_of(target_function) -> str:
+    return textwrap.dedent(inspect.getsource(function_of(target_function)))
+
+
+def _is_kernel_def(node) -> bool:
+    return isinstance(node, ast.FunctionDef) and any(
+        word in ast.unparse(d) for d in node.decorator_list for word in ("prim_func", "macro", "jit"))
+
+
+def _kernel_bodies(tree: ast.Module) -> list[list[ast.stmt]]:
+    """The statement lists that are kernel code: each ``@T.prim_func`` / ``@T.macro`` /
+    ``@tilelang.jit`` function's body (outermost only), else the whole function's body."""
+    top = tree.body[0]
+    bodies = []
+
+    def visit(node):
+        for child in ast.iter_child_nodes(node):
+            if _is_kernel_def(child):
+                bodies.append(child.body)
+            else:
+                visit(child)
+
+    if _is_kernel_def(top):
+        return [top.body]
+    visit(top)
+    return bodies or [top.body]
+
+
+class _Source:
+    """The dedented source with ast positions turned into text (columns are UTF-8 byte offsets)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.lines = text.splitlines(True)
+
+    def _offset(self, line: int, col: int) -> int:
+        before = sum(len(l) for l in self.lines[:line - 1])
+        return before + len(self.lines[line - 1].encode()[:col].decode())
+
+    def segment(self, node) -> tuple[int, int]:
+        return (self._offset(node.lineno, node.col_offset), self._offset(node.end_lineno, node.end_col_offset))
+
+    def get(self, node) -> str:
+        a, b = self.segment(node)
+        return self.text[a:b]
+
+    def mutant(self, rule: str, start, end, new: str) -> Mutant:
+        """The replacement of the text from node ``start``'s beginning to node ``end``'s end by ``new``."""
+        a, _ = self.segment(start)
+        _, b = self.segment(end)
+        first, last = start.lineno, end.end_lineno
+        # whole lines, widened upwards until they occur once (exercise_kit.mutated's requirement)
+        while True:
+            lo = sum(len(l) for l in self.lines[:first - 1])
+            hi = sum(len(l) for l in self.lines[:last])
+            context = self.text[lo:hi]
+            if self.text.count(context) == 1 or first == 1:
+                break
+            first -= 1
+        replaced = context[:a - lo] + new + context[b - lo:]
+        line_text = self.lines[start.lineno - 1]
+        col = len(line_text.encode()[:start.col_offset].decode())
+        return Mutant(start.lineno, col, rule, self.text[a:b], new, context, replaced)
+
+
+def _constant_change(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if value == 0:
+        return "1" if isinstance(value, int) else "1.0"
+    if isinstance(value, int):
+        return str(value + 1)
+    return repr(value * 2)
+
+
+#: Calls whose positional arguments are values (a fill's value, a max's floor, a select's branches),
+#: not shapes or options: the ``constant`` rule changes a number given to them.
+VALUE_CALLS = ("fill", "max", "min", "if_then_else")
+
+
+def _value_argument(parent, node) -> bool:
+    return (isinstance(parent, ast.Call) and getattr(parent.func, "attr", "") in VALUE_CALLS
+            and any(a is node for a in parent.args[1 if getattr(parent.func, "attr", "") == "fill" else 0:]))
+
+
+def generate(target_function, *, params: dict | None = None, input_dtype: str | None = None) -> list[Mutant]:
+    """Every mutant of ``target_function`` by the rules above, in source order (line, column, rule).
+
+    ``params``: ``{name: text}``, the scalar parameters the ``param`` rule replaces by the value the
+    check passes. ``input_dtype``: the text an fp32 accumulator is narrowed to (default: the
+    function's ``dtype`` or ``in_dtype`` parameter, else ``"float16"``)."""
+    src = _Source(source_of(target_function))
+    tree = ast.parse(src.text)
+    if input_dtype is None:
+        top = tree.body[0]
+        names = [a.arg for a in top.args.args + top.args.kwonlyargs]
+        input_dtype = next((n for n in ("dtype", "in_dtype") if n in names), '"float16"')
+    params = params or {}
+    found: dict[tuple, Mutant] = {}
+
+    def add(m: Mutant | None):
+        if m is not None and m.old != m.new:
+            found.setdefault((m.line, m.col, m.rule, m.old, m.new), m)
+
+    parents: dict[ast.AST, ast.AST] = {}
+    nodes = []
+    for body in _kernel_bodies(tree):
+        for stmt in body:
+            if isinstance(stmt, ast.AnnAssign) and stmt.value is None:   # eager mode's tensor annotations
+                continue
+            for node in ast.walk(stmt):
+                nodes.append(node)
+                for child in ast.iter_child_nodes(node):
+                    parents[child] = node
+
+    for node in nodes:
+        if isinstance(node, ast.Call):
+            fname = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if fname == "Kernel" and len(node.args) >= 2:
+                for i, j in ((0, 1), (1, 2))[: len(node.args) - 1]:
+                    a, b = node.args[i], node.args[j]
+                    if ast.unparse(a) != ast.unparse(b):
+                        add(src.mutant("grid_swap", a, b, f"{src.get(b)}, {src.get(a)}"))
+            elif fname == "ceildiv" and len(node.args) == 2:
+                add(src.mutant("ceildiv", node, node, f"({src.get(node.args[0])} // {src.get(node.args[1])})"))
+            elif fname in ("alloc_fragment", "alloc_local"):
+                dtype_arg = node.args[1] if len(node.args) > 1 else next(
+                    (k.value for k in node.keywords if k.arg == "dtype"), None)
+                narrowable = dtype_arg is not None and (
+                    (isinstance(dtype_arg, ast.Constant) and dtype_arg.value == "float32")
+                    or (isinstance(dtype_arg, ast.Name) and "accum" in dtype_arg.id))
+                if narrowable:
+                    add(src.mutant("narrow", dtype_arg, dtype_arg, input_dtype))
+        elif isinstance(node, ast.Subscript):
+            present = [n for n in BLOCK_INDICES
+                       if any(isinstance(x, ast.Name) and x.id == n for x in ast.walk(node.slice))]
+            for i, a in enumerate(present):
+                for b in present[i + 1:]:
+                    text = src.get(node.slice)
+                    swapped = re.sub(rf"\b({a}|{b})\b", lambda m: b if m.group(1) == a else a, text)
+                    add(src.mutant("index_swap", node.slice, node.slice, swapped))
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            operand = node.operand
+            if isinstance(operand, ast.Call) and getattr(operand.func, "attr", "") == "infinity":
+                add(src.mutant("neg_inf", node, node, "0"))
+        elif isinstance(node, ast.Constant):
+            parent = parents.get(node)
+            new = _constant_change(node.value)
+            if new is None or parent is None:
+                continue
+            if isinstance(parent, (ast.BinOp, ast.Compare, ast.Assign, ast.AugAssign)) or _value_argument(parent, node):
+                add(src.mutant("constant", node, node, new))
+            elif isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.USub):
+                grand = parents.get(parent)
+                if isinstance(grand, (ast.BinOp, ast.Compare, ast.Assign, ast.AugAssign)) or _value_argument(grand, parent):
+                    add(src.mutant("constant", parent, parent, f"-{new}"))
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            fname = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if fname in DROPPED_CALLS or any(w in fname.lower() for w in DROPPED_WORDS):
+                add(src.mutant("drop", node, node, "pass"))
+        elif isinstance(node, ast.AugAssign):
+            if isinstance(node.op, (ast.Mult, ast.Div)):
+                add(src.mutant("drop", node, node, "pass"))
+            elif isinstance(node.op, ast.Add):
+                add(src.mutant("accumulate", node, node, f"{src.get(node.target)} = {src.get(node.value)}"))
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in FLIPPED:
+            new = f"{src.get(node.left)} {FLIPPED[type(node.ops[0])]} {src.get(node.comparators[0])}"
+            add(src.mutant("mask", node, node, new))
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in params:
+            add(src.mutant("param", node, node, str(params[node.id])))
+    return sorted(found.values())
+
+
+def build(target_function, mutant: Mutant):
+    """The target rebuilt from its source with the mutant's one replacement (what
+    :func:`~tilelang_tutorial.exercise_kit.mutated` builds: a factory, or an eager function)."""
+    from .exercise_kit import mutated
+
+    return mutated(function_of(target_function), (mutant.context, mutant.replaced))
+
+
+# --------------------------------------------------------------------------------------------
+# Targets and their checks
+
+
+@dataclass(frozen=True)
+class Target:
+    """A function a notebook teaches or an exercise's solution, and the check run on an answer.
+
+    ``check(answer) -> (passed, detail)``: the notebook's or the exercise's own check, with the
+    mutant as the answer. ``params`` / ``input_dtype``: see :func:`generate`."""
+
+    name: str
+    function: Any
+    check: Callable[[Any], tuple]
+    params: dict = field(default_factory=dict)
+    input_dtype: str | None = None
+
+    def mutants(self) -> list[Mutant]:
+        return generate(self.function, params=self.params, input_dtype=self.input_dtype)
+
+
+def exercise_check(exercise) -> Callable[[Any], tuple]:
+    """The exercise's checker as a target's check: passed when its verdict is ✔ (a check whose
+    numbers were not verified, the emulator refusing the kernel, is no pass)."""
+    def check(answer):
+        res = exercise.check(answer, verbose=False)
+        passed = bool(res.ok) and (res.numerics_checked or res.cpu_only)
+        failing = [l for l in res.lines if l.startswith("✘")]
+        return passed, (failing[0] if failing else res.verdict)
+    return check
+
+
+def exercise_target(exercise, **options) -> Target:
+    return Target(exercise.name, exercise.solution, exercise_check(exercise), **options)
+
+
+def compare_run(program, inputs: list, reference, *, tolerance: float, output: int = -1, scalars=()) -> tuple:
+    """A kernel cell's check: compile ``program`` as the notebook does, run it on ``inputs`` (the
+    output poisoned) in the emulator (or on the GPU), and compare ``inputs[output]`` with
+    ``reference``; ``(passed, the comparison's line)``."""
+    from . import checks, runtime
+
+    kernel = runtime.compile_kernel(program)
+    runtime.run(kernel, *inputs, *scalars)
+    cmp = checks.compare(inputs[output], reference, tolerance=tolerance)
+    return cmp.ok, str(cmp)
+
+
+# --------------------------------------------------------------------------------------------
+# Running
+
+
+@dataclass
+class Outcome:
+    target: str
+    mutant: Mutant
+    killed: bool
+    detail: str
+    equivalent: str = ""   # the reviewed reason, where the mutant is listed as equivalent
+
+    @property
+    def key(self) -> str:
+        return f"{self.target}: {self.mutant.id}"
+
+
+def key(target_name: str, mutant: Mutant) -> str:
+    """How a lesson's list of equivalent mutants names one: ``target: rule Lline: old -> new``."""
+    return f"{target_name}: {mutant.id}"
+
+
+def judge(target: Target, mutant: Mutant) -> tuple[bool, str]:
+    """``(killed, why)``: the target's check run on the mutant."""
+    from . import emulate
+    from .exercise_kit import _first_line, quiet_tilelang
+
+    answer = build(target.function, mutant)     # the factory's definition only: no kernel code runs yet
+    try:
+        with warnings.catch_warnings(), quiet_tilelang():
+            warnings.simplefilter("ignore", emulate.EmulatorWarning)
+            passed, detail = target.check(answer)
+    except Exception as exc:      # a compile error, the emulator stopping or refusing it
+        return True, f"{type(exc).__name__}: {_first_line(exc)}"
+    return (not passed), detail
+
+
+def all_mutants(targets: list[Target]) -> list[tuple[Target, Mutant]]:
+    return [(t, m) for t in targets for m in t.mutants()]
+
+
+def select(pairs: list, sample: int | None, seed: int) -> list:
+    """All of ``pairs``, or ``sample`` of them drawn with ``seed`` (kept in their order)."""
+    if sample is None or sample >= len(pairs):
+        return list(pairs)
+    chosen = sorted(random.Random(seed).sample(range(len(pairs)), sample))
+    return [pairs[i] for i in chosen]
+
+
+@dataclass
+class LessonReport:
+    lesson: str
+    outcomes: list
+    seconds: float = 0.0
+
+    @property
+    def killed(self) -> int:
+        return sum(o.killed for o in self.outcomes)
+
+    @property
+    def equivalent(self) -> int:
+        return sum(1 for o in self.outcomes if not o.killed and o.equivalent)
+
+    @property
+    def survivors(self) -> list:
+        return [o for o in self.outcomes if not o.killed and not o.equivalent]
+
+    @property
+    def kill_rate(self) -> float:
+        relevant = len(self.outcomes) - self.equivalent
+        return self.killed / relevant if relevant else 1.0
+
+    def summary(self) -> str:
+        return (f"{self.lesson}: {len(self.outcomes)} mutants, {self.killed} killed, {self.equivalent} equivalent "
+                f"(reviewed), {len(self.survivors)} survived; kill rate {self.kill_rate:.0%} of the non-equivalent "
+                f"({self.seconds:.0f} s)")
+
+
+def run_lesson(lesson: str, targets: list[Target], equivalent: dict, *, sample: int | None = None, seed: int = 0,
+               progress: Callable[[str], None] | None = None) -> LessonReport:
+    """Judge the lesson's mutants (or a seeded sample of them); ``equivalent``: ``{key: reason}``."""
+    t0 = time.time()
+    pairs = select(all_mutants(targets), sample, seed)
+    outcomes = []
+    for i, (target, mutant) in enumerate(pairs, 1):
+        killed, detail = judge(target, mutant)
+        outcome = Outcome(target.name, mutant, killed, detail, "" if killed else equivalent.get(key(target.name, mutant), ""))
+        outcomes.append(outcome)
+        if progress:
+            state = "killed" if killed else ("equivalent" if outcome.equivalent else "SURVIVED")
+            progress(f"[{lesson} {i}/{len(pairs)}] {state:10} {outcome.key}")
+    return LessonReport(lesson, outcomes, time.time() - t0)
+
+
+def main(lessons: dict, *, sample: int | None, seed: int) -> int:
+    """``lessons``: ``{name: its mutants module}`` (``targets()``, ``EQUIVALENT``). Prints each
+    lesson's counts and survivors; 1 when a non-equivalent mutant survived."""
+    reports = []
+    for name, module in lessons.items():
+        report = run_lesson(name, module.targets(), getattr(module, "EQUIVALENT", {}), sample=sample, seed=seed,
+                            progress=lambda line: print(line, flush=True))
+        reports.append(report)
+        print(report.summary(), flush=True)
+    print("\n== mutants ==")
+    for report in reports:
+        print(report.summary())
+        for o in report.survivors:
+            print(f"  SURVIVED {o.key}\n           the check said: {o.detail[:200]}")
+    return 1 if any(r.survivors for r in reports) else 0
