@@ -1,5 +1,5 @@
-"""The facts notebook 03 states in its prose, checked (CPU only: layout inference, the emulator, and
-small nvcc compiles where the prose reads generated code; those are skipped without nvcc)."""
+"""What notebook 03's kernels compile to, checked (CPU only: layout inference, the emulator, and
+small nvcc compiles where the notebook reads generated code; those are skipped without nvcc)."""
 from __future__ import annotations
 
 import functools
