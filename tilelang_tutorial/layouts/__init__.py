@@ -8,4 +8,4 @@ from .inference import (LayoutInfo, fragment_info, infer_layouts, layouts_text, 
                         row_major_info, shared_info, swizzled_info)
 from .reads import SharedRead, shared_reads  # noqa: F401
 from .picker import LayoutPicker, layout_picker, warp_policy  # noqa: F401
-from .plots import plot_bank_conflicts, plot_fragment, plot_request_banks, plot_shared_layout, plot_with_tilelang, show  # noqa: F401
+from .plots import plot_bank_conflicts, plot_fragment, plot_request_banks, plot_shared_layout, plot_with_tilelang  # noqa: F401

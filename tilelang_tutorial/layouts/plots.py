@@ -236,16 +236,3 @@ def plot_request_banks(reads: dict, request: int = 0, elem_bytes: int | None = N
                  "elements in one bank are served one pass each", fontsize=10)
     fig.tight_layout()
     return fig
-
-
-def show(fig, path: str | None = None):
-    """Display a figure (inline backends) and optionally save it as a static image."""
-    plt = _plt()
-    if path:
-        import os
-
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.show()
-    plt.close(fig)
-    return path

@@ -20,8 +20,9 @@
        B: T.Tensor((N, M), dtype)       # B = A^T
 
    then ``check_transpose(factory)``. The checker reads the generated CUDA: A must be *loaded*
-   with 16-byte vectors and B *stored* with 16-byte vectors (or, on Hopper, by a TMA store from
-   shared memory); then it runs the kernel on a non-square 256 x 384 matrix.
+   with 16-byte vectors and B *stored* whole rows at a time (16-byte vectors, or the bulk copy of a
+   shared tile that TileLang emits for ``T.copy(shared, global)`` on Hopper, notebook 02's TMA);
+   then it runs the kernel on a non-square 256 x 384 matrix.
 
 Either factory may also be an eager ``@tilelang.jit`` function (``T.const`` sizes): the checker
 builds its program for the checked sizes through :mod:`tilelang_tutorial.eager`.
@@ -262,9 +263,10 @@ def _check_transpose(factory, shape, dtype, arch) -> ExerciseResult:
         if b_stores:
             res.passed(f"{names[1]} is stored with 16-byte vectors")
         elif b_tma:
-            res.passed(f"{names[1]} is stored by a TMA store from shared memory (Hopper: whole tile, no per-thread stores)")
+            res.passed(f"{names[1]} is stored by one bulk copy of the shared tile (Hopper's TMA: no per-thread stores)")
         else:
-            return res.failed(f"{names[1]} is written one element at a time (no 16-byte stores, no TMA store). "
+            return res.failed(f"{names[1]} is written one element at a time (no 16-byte stores, no bulk copy of a "
+                              "shared tile). "
                               + SCATTERED_WHY)
     import torch
 
