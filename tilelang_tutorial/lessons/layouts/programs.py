@@ -15,10 +15,10 @@ inference on them (:func:`tilelang_tutorial.layouts.infer_layouts`), which needs
   warpgroup; :func:`chained_gemm_fragment_program` keeps it in registers, which inference rejects.
 * :func:`transpose_program` - ``B = A^T`` through a shared tile read down its columns: notebook
   03's kernel for bank conflicts, with ``pad`` and ``swizzle`` as the reader's choices.
-* :func:`two_warpgroup_program` (used by lesson 04's exercises) - mirrors the shape of MLA decode's two GEMMs with 256 consumer
-  threads: scores ``acc_s`` (64 x 64) and output ``acc_o`` (64 x 512); the scores are written to
-  shared memory (``S_shared``) by the user because the second GEMM needs all of them in every
-  warpgroup.
+* :func:`two_warpgroup_program` - the shape of MLA decode's two GEMMs with 256 consumer threads
+  (the reproducer of ``docs/tilelang-0.1.15-notes.md``): scores ``acc_s`` (64 x 64) and output
+  ``acc_o`` (64 x 512); the scores go through shared memory (``S_shared``) because the second GEMM
+  needs all of them in every warpgroup.
 * :func:`two_warpgroup_fragment_program` - the same with the scores cast into a register fragment
   instead of ``S_shared`` (the spelling that expects inference to insert the exchange): TileLang 0.1.15's
   layout inference rejects it, because no copy between fragments moves data across warpgroups.
