@@ -248,3 +248,27 @@ def param_specs(prim_func):
         shape = tuple(int(s) if hasattr(s, "value") or isinstance(s, int) else str(s) for s in buf.shape)
         specs.append((shape, str(buf.dtype)))
     return specs
+
+
+def mutated(function, *edits):
+    """``function`` rebuilt from its own source with each ``(old, new)`` edit applied: a wrong
+    answer written as the one mistake it makes in a solution. ``old`` must occur exactly once in
+    the function's source. The edited source is registered with ``linecache`` (``T.prim_func``
+    reads the source of the kernel it parses) and runs in the function's module globals."""
+    import hashlib
+    import inspect
+    import linecache
+    import textwrap
+
+    source = textwrap.dedent(inspect.getsource(function))
+    for old, new in edits:
+        if source.count(old) != 1:
+            raise ValueError(f"{function.__qualname__}: {old!r} occurs {source.count(old)} times, not once")
+        source = source.replace(old, new)
+    filename = f"<{function.__module__}.{function.__qualname__} mutated {hashlib.sha1(source.encode()).hexdigest()[:12]}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = dict(function.__globals__)
+    # dont_inherit: this module's `from __future__ import annotations` would turn the kernel's annotations
+    # into strings, which T.prim_func cannot evaluate
+    exec(compile(source, filename, "exec", dont_inherit=True), namespace)  # noqa: S102 (a solution's own source, edited)
+    return namespace[function.__name__]
