@@ -127,7 +127,7 @@ def notebook_path(lesson):
 
 
 def __getattr__(name):
-    """``tt.lessons.tiles``: a lesson's package, imported when first used."""
+    """``tt.lessons.<name>``: a lesson's package, imported when first used."""
     if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
