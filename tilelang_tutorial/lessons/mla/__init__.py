@@ -98,3 +98,4 @@ def flow_bugs():
 
 # the modules a notebook reaches through the lesson (lesson.exercises.check_..., ...)
 from . import common, mqa, op, reference, exercises, steps  # noqa: E402,F401
+from . import hand_scheduled_exercises, hand_scheduled_notebook  # noqa: E402,F401  (notebook 04b's)

@@ -9,13 +9,12 @@ Imports run one way: this module -> the schedules (:mod:`.auto`, :mod:`.ws`, :mo
 
 import math
 
-#: Sizes fixed by the DeepSeek-V2/V3 MLA architecture (absorbed form).
-DIM_NOPE = 512      # latent width: K (first part) and V
-DIM_PE = 64         # rotary part of K
-PAGE_SIZE = 64      # tokens per page of the paged cache
-BLOCK_H = 64        # query heads per CTA (wgmma M)
+#: Sizes fixed by the DeepSeek-V2/V3 MLA architecture (absorbed form): the latent width (K's first
+#: part, and V), the rotary part of K, the tokens per page of the paged cache; and the query heads
+#: one CTA computes (wgmma's M).
+DIM_NOPE, DIM_PE, PAGE_SIZE, BLOCK_H = 512, 64, 64, 64   # latent (K and V), rotary (K), page, heads per CTA
 SUPPORTED_HEADS = (16, 32, 64, 128)
-LOG2E = 1.4426950408889634
+LOG2E = 1.4426950408889634                                 # exp(x) = exp2(x * LOG2E)
 
 #: SM count assumed when no GPU is visible (H100 SXM / H200: 132).
 DEFAULT_SM_COUNT = 132

@@ -1,6 +1,6 @@
-"""What notebook 04b's cells call, so that each cell shows what it teaches: run a hand-written
-schedule safely against the reference, read facts off its generated CUDA, and summarise the
-recorded H200 figures of the three schedules.
+"""What notebook 04b's cells call where TileLang has nothing alike: run a hand-written schedule
+safely against the reference (the emulator first), read facts off its generated CUDA, and
+summarise the recorded figures of the three schedules.
 
 Every function takes the reader's program or compiled kernel: a kernel cell edited in the
 notebook is the one checked and read here.
@@ -69,16 +69,6 @@ def generated_code_facts(kernel) -> str:
             f"kernel {attention.get('registers', '?')} registers/thread, {attention.get('spill_stores', '?')} B spilled")
 
 
-def excerpt(source: str, pattern: str, *, limit: int = 15) -> str:
-    """The lines of ``source`` (generated CUDA) that match ``pattern``, numbered, at most ``limit``."""
-    lines = source.splitlines()
-    hits = [(i + 1, line.rstrip()) for i, line in enumerate(lines) if re.search(pattern, line)]
-    shown = [f"{n:4d}  {line}" for n, line in hits[:limit]]
-    if len(hits) > limit:
-        shown.append(f"      ... {len(hits) - limit} more matching lines")
-    return "\n".join(shown)
-
-
 #: the record labels 04b compares: fp16 at 128 heads, bf16 at 128 heads, the 16-head shard
 POINTS = {"h128": "128 heads, fp16", "bf16": "128 heads, bf16", "h16 (TP8)": "16 heads (TP8 shard), fp16"}
 
@@ -116,7 +106,3 @@ def recorded_summary(records) -> str:
             rows.append(f"{what:28s} {schedule:8s} {len(mine):6d}  {measured:>20s}  {lo:5.2f} to {hi:<5.2f}  {ceiling}")
     return "\n".join(rows)
 
-
-def same_program(mine, package) -> bool:
-    """Whether a reader's program is the one the package builds (and the records measured)."""
-    return mine.script() == package.script()

@@ -331,7 +331,7 @@ def test_gpu_split_matches_no_split(gpu_kernels):
 # ------------------------------------------------------------------------------------------------
 # plan / run: the fast path (GPU or emulator, whichever this machine runs)
 # ------------------------------------------------------------------------------------------------
-PLAN_LENS = [70, 130]
+PLAN_LENS = [5, 70]     # a one-page and a two-page sequence, the second ragged
 
 
 @pytest.fixture(scope="module")
@@ -395,7 +395,7 @@ def test_gpu_planned_run_does_not_sync_and_replays_in_a_cuda_graph(planned):
 # ------------------------------------------------------------------------------------------------
 # notebook 04's steps and the reader's factory (GPU, else the emulator)
 # ------------------------------------------------------------------------------------------------
-STEP_LENS = [1, 63, 65, 130]
+STEP_LENS = [1, 130]    # one token, and two full pages and a ragged third
 
 
 @pytest.mark.parametrize("h", [128, 16])
@@ -432,7 +432,7 @@ def test_a_plan_builds_the_factory_it_is_given():
     """plan(program=...) compiles the caller's factory (a notebook's kernel cell), not the package's:
     a factory with the wrong scale gives wrong numbers through plan.run."""
     device = runtime.mode().device
-    x = reference.make_paged_inputs(len(PLAN_LENS), 128, PLAN_LENS, device=device, seed=21)
+    x = reference.make_paged_inputs(1, 16, [70], device=device, seed=21)
     calls = []
 
     def wrong_scale(h_q, dtype, *, split, softmax_scale, num_stages):
@@ -440,7 +440,7 @@ def test_a_plan_builds_the_factory_it_is_given():
         return auto.mla_decode_program(h_q, dtype, split=split, softmax_scale=0.5, num_stages=num_stages)
 
     the_plan = op.plan(**x, num_split=2, program=wrong_scale, schedule="ws")   # schedule is ignored
-    assert calls == [(128, "float16", True, 2)] and the_plan.schedule == "wrong_scale"
+    assert calls == [(16, "float16", True, 2)] and the_plan.schedule == "wrong_scale"
     out = the_plan.run(**x)
     assert not checks.compare(out, reference.mla_decode_reference(**x), tolerance=checks.TOLERANCE["float16"]).ok
 
