@@ -47,7 +47,7 @@ from .runtime import (  # noqa: E402
 
 #: The tutorial's helpers, reached from the one import a notebook makes (``import tilelang_tutorial
 #: as tt``; ``tt.checks.compare(...)``): each module is imported when first used.
-_SUBMODULES = ("checks", "eager", "emulate", "inspector", "layouts", "lessons", "results", "timing")
+_SUBMODULES = ("checks", "eager", "emulate", "inspector", "layouts", "lessons", "report", "results", "timing")
 
 
 def __getattr__(name):
