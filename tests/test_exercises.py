@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tilelang_tutorial import lessons, runtime
+from tilelang_tutorial import kernel_cells, lessons, runtime
 from tilelang_tutorial.exercise_kit import ExerciseResult
 
 EXERCISES = {ex.name: (lesson, ex) for lesson in lessons.all_lessons() for ex in lesson.exercise_cases()}
@@ -65,20 +65,22 @@ def _cells(path):
 
 
 @pytest.mark.parametrize("lesson", lessons.all_lessons(), ids=lambda m: m.NOTEBOOK)
-def test_notebook_ends_with_its_exercises(lesson):
-    path = lessons.notebook_path(lesson)
-    cells = _cells(path)
-    heads = [i for i, (t, s) in enumerate(cells) if t == "markdown" and s.lstrip().startswith("## ")]
-    title = cells[heads[-1]][1].lstrip().splitlines()[0]
-    assert "exercise" in title.lower(), f"{path.name}: the last section is {title!r}, not the exercises"
-    starters = [s for t, s in cells[heads[-1]:] if t == "code" and "check_" in s]
-    # an advanced notebook of the lesson (EXTRA_NOTEBOOKS) may end with exercises of its own
-    for extra in getattr(lesson, "EXTRA_NOTEBOOKS", ()):
-        extra_cells = _cells(path.parent / extra)
-        extra_heads = [i for i, (t, s) in enumerate(extra_cells) if t == "markdown" and s.lstrip().startswith("## ")]
-        if extra_heads and "exercise" in extra_cells[extra_heads[-1]][1].lstrip().splitlines()[0].lower():
-            starters += [s for t, s in extra_cells[extra_heads[-1]:] if t == "code" and "check_" in s]
-    assert len(starters) >= len(lesson.exercise_cases()) >= 2, f"{path.name}: {len(starters)} exercise cells"
+def test_every_exercise_is_checked_in_its_notebook_after_the_kernels(lesson):
+    """Each exercise's checker is called by a code cell of the lesson's notebooks, after the last
+    kernel cell of that notebook: the reader meets the exercises once the lesson's kernels are done."""
+    paths = [lessons.notebook_path(lesson).parent / name for name in (lesson.NOTEBOOK, *getattr(lesson, "EXTRA_NOTEBOOKS", ()))]
+    calls = {}
+    for path in paths:
+        last_kernel = max(c.index for c in kernel_cells.kernel_cells(path))
+        for i, (kind, source) in enumerate(_cells(path)):
+            for ex in lesson.exercise_cases():
+                if kind == "code" and f"{ex.check.__name__}(" in source:
+                    calls.setdefault(ex.name, []).append((path.name, i, i > last_kernel))
+    missing = [ex.name for ex in lesson.exercise_cases() if ex.name not in calls]
+    assert not missing, f"{lesson.NOTEBOOK}: no code cell calls the checker of {missing}"
+    early = {name: where for name, where in calls.items() if not all(after for *_, after in where)}
+    assert not early, f"exercise checkers called before the notebook's last kernel cell (notebook, cell): {early}"
+    assert len(lesson.exercise_cases()) >= 2
 
 
 @pytest.mark.parametrize("lesson", lessons.all_lessons(), ids=lambda m: m.NOTEBOOK)
