@@ -11,7 +11,8 @@ shuffled page table, checks each implementation against the fp32 reference, and 
 
 Each point is measured with every TileLang schedule that builds here (``auto``, the kernel
 notebook 04 writes, and on sm_90a notebook 04b's hand-written ``ws`` and ``seesaw``), one record
-each, through ``plan.run`` (the op's fast path). The peers, measured once per point and attached
+each, through ``plan.run`` (the op's fast path); for the default schedule, ``op_path`` also times
+every way of calling it back to back (:func:`call_paths`). The peers, measured once per point and attached
 to each record: FlashInfer's MLA decode (the record's reference) and FlashMLA's own kernel
 (:mod:`.flashmla_peer`, where its library is built); each records why it is missing otherwise.
 """
@@ -64,6 +65,28 @@ def schedules_measured() -> list[str]:
     return list(dict.fromkeys([op.resolve_schedule(None), *here]))
 
 
+def call_paths(the_plan, x, out, num_split, schedule) -> dict:
+    """The calls a user makes, timed back to back (host time counted per call), next to the plan's
+    compiled kernel launched directly the same way: ``plan.run`` and the one-shot ``mla_decode``
+    (which validates every call, a host sync); each also as a ratio to the bare launch."""
+    args = (x["q_nope"], x["q_pe"], x["kv_cache"].view(-1, DIM_NOPE), x["pe_cache"].view(-1, DIM_PE),
+            x["block_table"], x["cache_seqlens"], the_plan.lse, the_plan.o_partial, out)
+    calls = {
+        "prepared_launch": lambda: the_plan.kernel(*args),
+        "plan_run": lambda: the_plan.run(**x, out=out),
+        "simple_call": lambda: op.mla_decode(**x, num_split=num_split, out=out, schedule=schedule),
+    }
+    paths = {}
+    for name, fn in calls.items():
+        t, why = timing.measure_or_note(fn, regime="call")
+        paths[name] = {"latency_ms": t.ms, "timing": t.as_dict()} if t else {"error": why}
+    base = paths["prepared_launch"].get("latency_ms")
+    for p in paths.values():
+        if base and p.get("latency_ms"):
+            p["ratio_to_prepared_launch"] = p["latency_ms"] / base
+    return paths
+
+
 def library_peer(availability, make, idx, ref, dtype) -> dict:
     """A peer from another library: made once (its planning), checked against the reference on
     its output (``.out``), then its ``run`` timed; or why not."""
@@ -97,13 +120,15 @@ def _measure_point(*, b, h_q, seqlens, dtype, num_split, ceilings, memory_bound,
     if auto_split:
         num_split = op.choose_num_split(b, h_q, max_len, sm_count=op.sm_count())
 
-    measured = {}
+    measured, paths = {}, {}
     for schedule in schedules_measured():
         out = checks.poisoned(tuple(x["q_nope"].shape), x["q_nope"].dtype, "cuda")
         the_plan = op.plan(**x, num_split=num_split, schedule=schedule)
         the_plan.run(**x, out=out)
         torch.cuda.synchronize()
         measured[schedule] = (_check(out, idx, ref, dtype), timing.measure(lambda: the_plan.run(**x, out=out)))
+        if schedule == op.resolve_schedule(None):      # the calls a user makes: the default schedule's
+            paths[schedule] = call_paths(the_plan, x, out, num_split, schedule)
         del out, the_plan
 
     peers = {
@@ -142,6 +167,7 @@ def _measure_point(*, b, h_q, seqlens, dtype, num_split, ceilings, memory_bound,
             flops=flops, nbytes=nbytes,
         )
         rec["ceilings"] = ceilings.as_dict()
+        rec["op_path"] = paths.get(schedule, {"note": "measured for the default schedule only"})
         recs.append(rec)
     del x, ref
     torch.cuda.empty_cache()
@@ -205,4 +231,28 @@ def run(quick: bool = False) -> results.Run:
                                    num_split=ns, ceilings=ceilings, memory_bound=memory_bound, label=label,
                                    seed=100 + i))
     print(f"mla benchmark: {len(recs)} records in {time.time() - t0:.0f} s", flush=True)
-    return results.Run(recs, prov)
+    return results.Run(recs, prov, goals=list(GOALS))
+
+
+#: The goals set for this kernel (FLOPs = 2 b h s (576 + 512)), stored with each run so that a
+#: reader can judge the records against them (``report.goals("mla", by="config.schedule")``).
+GOALS = (
+    {"name": "h_q 128, b 64/128, kv 8192-32768", "min": 500, "unit": "TFLOP/s",
+     "where": {"config.label": "h128", "shape.kv_len": {">=": 8192}}},
+    {"name": "h_q 128, b 64/128, kv 4096", "min": 460, "unit": "TFLOP/s",
+     "where": {"config.label": "h128", "shape.kv_len": 4096}},
+    {"name": "h_q 128, b 1, kv 32768, automatic split", "min": 300, "unit": "TFLOP/s",
+     "where": {"config.label": "small-batch auto", "shape.batch": 1}},
+    {"name": "h_q 128, b 4, kv 32768, automatic split", "min": 300, "unit": "TFLOP/s",
+     "where": {"config.label": "small-batch auto", "shape.batch": 4}},
+    {"name": "h_q 16 (TP8), b 128, kv 8192-32768", "min": 3.0, "unit": "TB/s",
+     "where": {"config.label": "h16 (TP8)"}},
+    {"name": "h_q 128, b 64/128, kv 4096-32768 (FlashMLA publishes 660 on an H800)", "min": 620,
+     "unit": "TFLOP/s", "where": {"config.label": "h128"}},
+    {"name": "the default schedule ahead of FlashInfer at every point", "min": 1.0, "unit": "x",
+     "metric": "ratio_to_reference", "where": {"config.schedule": "seesaw"}},
+    {"name": "plan.run back to back, over the prepared launch, b 64 kv 8192 and b 1 kv 32768", "max": 1.10,
+     "unit": "x", "metric": "op_path.plan_run.ratio_to_prepared_launch",
+     "where": {"config.path": "plan.run", "dtype": "float16", "config.schedule": "seesaw",
+               "config.label": ["h128", "small-batch auto"], "shape.batch": [1, 64], "shape.kv_len": [8192, 32768]}},
+)
