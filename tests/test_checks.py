@@ -34,3 +34,68 @@ def test_a_right_answer_passes_and_mentions_no_nan():
     out.copy_(ref.to(torch.float16))
     cmp = checks.compare(out, ref, tolerance=2e-3)
     assert cmp.ok and cmp.nan == 0 and "NaN written" not in str(cmp)
+
+
+# -- inputs that expose the classic bugs -------------------------------------------------------
+
+def test_ragged_shapes_leave_a_partial_tile_for_every_block_and_keep_16_byte_rows():
+    assert len(checks.RAGGED_SHAPES) == 2
+    (m1, n1), (m2, n2) = checks.RAGGED_SHAPES
+    assert m1 > n1 and m2 < n2                                 # one tall, one wide: no square
+    for m, n in checks.RAGGED_SHAPES:
+        assert checks.is_ragged(m) and checks.is_ragged(n) and m % 8 == 0 and n % 8 == 0
+        for block in checks.BLOCK_SIZES:                       # n // block blocks miss a tile
+            assert m // block * block < m and n // block * block < n
+    assert not checks.is_ragged(1024) and checks.is_ragged(1000)
+
+
+def test_a_random_scalar_is_never_a_typical_value_and_varies():
+    drawn = {checks.random_scalar(seed=s) for s in range(200)}
+    assert len(drawn) > 150
+    for value in drawn:
+        assert 0.25 <= value < 4.0
+        assert all(abs(value - t) > 0.1 * max(abs(t), 0.1) for t in checks.TYPICAL_SCALARS), value
+    assert checks.random_scalar(seed=3) == checks.random_scalar(seed=3)
+
+
+def test_negative_rows_have_maxima_far_below_minus_one_and_below_minus_1e4():
+    x = checks.negative_rows((30, 1000), torch.float16, "cpu", seed=0)
+    row_max = x.float().amax(dim=1)
+    assert (x < 0).all() and torch.isfinite(x).all()
+    assert row_max.max() <= -1.9 and row_max.min() < -2e4
+    assert (row_max < -1e4).sum() >= 3 and ((row_max > -10)).sum() >= 3    # spread: both ends populated
+    # a running max started at -1, -2 or -1e4 is wrong in some rows
+    for start in (0.0, -1.0, -2.0, -1e4):
+        assert (torch.maximum(row_max, torch.tensor(start)) != row_max).any(), start
+
+
+def test_large_rows_overflow_fp16_squares_and_fp32_does_not():
+    x = checks.large_rows((16, 256), torch.float16, "cpu", seed=0)
+    assert torch.isfinite(x).all()
+    assert torch.isinf((x * x).sum(dim=1)).all()                         # fp16 squares: inf in every row
+    assert torch.isfinite((x.float() ** 2).sum(dim=1)).all()
+
+
+def test_near_zero_rows_make_eps_matter():
+    x = checks.near_zero_rows((16, 256), torch.float16, "cpu", seed=0)
+    mean_square = x.double().pow(2).mean(dim=1)
+    assert mean_square[0] == 0 and (mean_square[1:] > 0).all()
+    eps = 1e-6
+    effect = (mean_square + eps).rsqrt() / mean_square.clamp(min=1e-30).rsqrt()
+    assert (effect[1:] < 0.99).any()                                      # eps changes some rows by > 1 %
+
+
+def test_lse_values_are_very_negative_spread_by_hundreds_and_underflow_exp():
+    lse = checks.lse_values((4, 6), "cpu", seed=0)
+    assert lse.dtype == torch.float32 and (lse <= -120).all()
+    assert ((lse.amax(dim=1) - lse.amin(dim=1)) >= 400).all()
+    assert (lse.exp() == 0).all()                                        # exponentiated directly: 0 / 0
+    weights = (lse - lse.amax(dim=1, keepdim=True)).exp()
+    assert (weights == 0).any() and (weights == 1).any()
+
+
+def test_padded_and_unpadded_widths():
+    unpadded, padded = checks.padded_and_unpadded_widths(32, 256)
+    assert unpadded % 256 == 0 and padded % 32 == 0 and padded % 256
+    with pytest.raises(ValueError):
+        checks.padded_and_unpadded_widths(32, 32)

@@ -143,3 +143,122 @@ def first_problem(check, *args, **kwargs):
     except (TypeError, ValueError) as problem:
         return problem
     return None
+
+
+# ------------------------------------------------------------------------------------------------
+# Inputs that expose the classic bugs by construction (every lesson's checks draw from these)
+# ------------------------------------------------------------------------------------------------
+
+#: The tile sizes the lessons use (powers of two from 16 up): a checked size that is a multiple of
+#: none of them leaves a partial last tile for every choice of block.
+BLOCK_SIZES = (16, 32, 64, 128, 256, 512, 1024)
+
+#: Two (M, N) shapes with a partial last tile for every block size in both dimensions, yet multiples
+#: of 8, so fp16/bf16 rows stay 16-byte aligned and vectorised accesses still apply. Neither is
+#: square, one is tall and one wide, and their tile counts differ: swapped grid extents, swapped
+#: block indices and a grid of ``n // block`` blocks all leave elements unwritten in one of them.
+RAGGED_SHAPES = ((200, 136), (72, 264))
+
+#: Scalar values a kernel might have typed in (a default, a value an example used): a randomly
+#: drawn scalar stays at least 10 % away from each of them.
+TYPICAL_SCALARS = (0.0, 0.5, 1.0, 2.0, -0.5, -1.0, -2.0)
+
+
+def is_ragged(n: int, blocks=BLOCK_SIZES) -> bool:
+    """True when ``n`` is a multiple of none of ``blocks``."""
+    return all(n % b for b in blocks)
+
+
+def random_scalar(low: float = 0.25, high: float = 4.0, *, seed: int | None = None) -> float:
+    """A scalar argument drawn at random from ``[low, high)``, at least 10 % away from every value of
+    :data:`TYPICAL_SCALARS`: a kernel that ignores the argument and uses a typed-in value (``alpha``
+    hard-coded as 0.5) cannot match by luck. Rounded to 4 significant digits, so it prints exactly."""
+    import random
+
+    rng = random.Random(seed)
+    while True:
+        value = float(f"{rng.uniform(low, high):.4g}")
+        if all(abs(value - t) > 0.1 * max(abs(t), 0.1) for t in TYPICAL_SCALARS):
+            return value
+
+
+def _generator(device, seed):
+    import torch
+
+    return None if seed is None else torch.Generator(device=device).manual_seed(seed)
+
+
+def negative_rows(shape, dtype, device, *, nearest: float = -2.0, farthest: float = -3.0e4, seed: int | None = None):
+    """Rows whose every value is negative, with row maxima spread evenly in log scale from
+    ``nearest`` down to ``farthest`` (row 0 nearest): a running max that starts at 0, -1, -2 or
+    -1e4 instead of -inf, or the missing columns of a last tile filled with such a value, wins in
+    the rows below it. Each row's values lie between its max and twice its max (fp16 holds -6e4)."""
+    import torch
+
+    rows, cols = shape
+    gen = _generator(device, seed)
+    exponents = torch.linspace(float(torch.tensor(-nearest).log10()), float(torch.tensor(-farthest).log10()), rows,
+                               device=device, dtype=torch.float64)
+    row_max = -(10.0 ** exponents)
+    spread = torch.rand((rows, cols), generator=gen, device=device, dtype=torch.float64)
+    spread[torch.arange(rows, device=device), torch.randint(cols, (rows,), generator=gen, device=device)] = 0.0
+    return (row_max[:, None] * (1.0 + spread)).to(dtype)
+
+
+def large_rows(shape, dtype, device, *, smallest: float = 300.0, largest: float = 3.0e4, seed: int | None = None):
+    """Rows of large magnitude: each row's scale runs from ``smallest`` to ``largest`` (log scale),
+    so squares overflow fp16's 65,504 (|x| > 256) in every row: a sum of squares kept in fp16
+    gives inf, and one in fp32 does not."""
+    import torch
+
+    rows, cols = shape
+    gen = _generator(device, seed)
+    scale = torch.logspace(torch.tensor(smallest).log10().item(), torch.tensor(largest).log10().item(), rows,
+                           device=device, dtype=torch.float64)
+    sign = torch.randint(0, 2, (rows, cols), generator=gen, device=device).double() * 2 - 1
+    magnitude = 1.0 + torch.rand((rows, cols), generator=gen, device=device, dtype=torch.float64)
+    return (sign * magnitude * scale[:, None] / 2).clamp(-6.0e4, 6.0e4).to(dtype)
+
+
+def near_zero_rows(shape, dtype, device, *, smallest: float = 1e-4, largest: float = 1e-2, seed: int | None = None):
+    """Row 0 exactly zero, the others random with scales from ``largest`` down to ``smallest``
+    (log scale): their mean squares (1e-4 to 1e-8) are comparable to a normalisation's eps, so a
+    kernel that drops eps divides by 0 in row 0 and one that adds it in the wrong place is visibly
+    off in the rows after."""
+    import torch
+
+    rows, cols = shape
+    gen = _generator(device, seed)
+    scale = torch.logspace(torch.tensor(largest).log10().item(), torch.tensor(smallest).log10().item(), rows,
+                           device=device, dtype=torch.float64)
+    x = torch.randn((rows, cols), generator=gen, device=device, dtype=torch.float64) * scale[:, None]
+    x[0] = 0.0
+    return x.to(dtype)
+
+
+def lse_values(shape, device, *, highest: float = -120.0, spread: float = 500.0, seed: int | None = None):
+    """fp32 log-sum-exp values (one per split of a split-KV attention, say) all very negative and
+    spread by hundreds: between ``highest - spread`` and ``highest``, each row holding both ends.
+    ``exp(lse)`` underflows to 0 in fp32 for every one (below -104), so a combine that exponentiates
+    without subtracting the row's max first gives 0 / 0; and ``exp(lse - max)`` underflows for
+    some splits and not others, so weights that ignore the spread are visibly wrong."""
+    import torch
+
+    gen = _generator(device, seed)
+    lse = highest - spread * torch.rand(shape, generator=gen, device=device, dtype=torch.float32)
+    flat = lse.reshape(-1, lse.shape[-1])
+    flat[:, 0] = highest
+    if lse.shape[-1] > 1:
+        flat[:, -1] = highest - spread
+    return lse
+
+
+def padded_and_unpadded_widths(multiple: int, block: int, *, near: int | None = None) -> tuple[int, int]:
+    """``(unpadded, padded)`` row widths near ``near`` (default ``4 * block``): ``unpadded`` is a
+    multiple of ``block`` (no partial tile), ``padded`` a multiple of ``multiple`` but not of
+    ``block``, so a kernel that rounds the width up to ``block`` must mask the padding."""
+    if block % multiple or block == multiple:
+        raise ValueError(f"block ({block}) must be a larger multiple of multiple ({multiple})")
+    near = near or 4 * block
+    unpadded = max(block, near // block * block)
+    return unpadded, unpadded + multiple
