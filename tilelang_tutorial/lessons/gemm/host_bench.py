@@ -23,7 +23,7 @@ def measured(record):
     split-K pair when it split K) and the op's Python code on the per-call path."""
     from . import kernel, programs_of, rule
 
-    return programs_of(record) + [kernel.gemm_relu, kernel._plan, kernel._validate, kernel.validate_inputs,
+    return programs_of(record) + [kernel.gemm_relu, kernel._plan, kernel._check, kernel.validate_inputs,
                                   rule.choose]
 
 

@@ -183,21 +183,7 @@ def check_config_for_shape(N: int, K: int, config: GemmConfig) -> None:
             f"threads (config {config.name} is larger); pass config=None and gemm_relu chooses one")
 
 
-#: The op's per-key plans: what :func:`gemm_relu` decided for one key (its comment in the op says
-#: what a key holds) -- the inputs validated, the rule's choice made, the kernel(s) built and their
-#: launcher picked -- as ``(launch, trusted, mode)``, so that a repeated call pays a dictionary
-#: lookup and the checks that depend on the tensors themselves (16-byte alignment; contiguity where
-#: the kernels do not check strides), not the whole decision again.
-MAX_PLANS = 4096
-_PLANS = runtime.CallCache(MAX_PLANS)
-
-
-def clear_plans() -> None:
-    """Forget every plan (tests and benchmarks that replace what a plan captured call this)."""
-    _PLANS.clear()
-
-
-def _validate(a, b, config, out):
+def _check(a, b, config, out, program):
     """Every check of the op's inputs, from scratch: one line naming the first problem, before
     anything compiles. Returns (M, N, K, dtype name)."""
     M, N, K, dtype = validate_inputs(a, b, out=out)
@@ -216,29 +202,24 @@ def _validate(a, b, config, out):
 
 
 def _plan(a, b, config, out, program):
-    """Validate (one line naming the problem, before anything compiles), choose and build: returns
-    ``(launch, trusted)``: ``launch(a, b, out)`` for every call with this key (``out`` None: it
-    allocates C and returns it), and whether every kernel it launches checks its tensors' strides
-    itself (a GPU-mode ``tvm_ffi`` kernel: :func:`runtime.checks_its_arguments`), so that the op
-    need not re-check contiguity on each call."""
+    """Check (one line naming the problem, before anything compiles), choose and build: returns
+    ``(launch, kernels)``: ``launch(a, b, config, out, program)`` runs every call with this key
+    (``out`` None: it allocates C; either way it returns C), and the compiled kernels it launches
+    (:class:`runtime.Launchers`)."""
     import torch
 
     from . import last_rows, rule, split_k
 
-    M, N, K, dtype = _validate(a, b, config, out)
+    M, N, K, dtype = _check(a, b, config, out, program)
     tdt, dev = a.dtype, a.device
 
     def new_out(out):
         return torch.empty((M, N), dtype=tdt, device=dev) if out is None else out
 
-    def trusting(launch, *kernels):
-        gpu = runtime.mode().name == "gpu"
-        return launch, gpu and all(runtime.checks_its_arguments(k) for k in kernels)
-
     if M == 0 or N == 0:
-        return (lambda a, b, out: new_out(out)), False
+        return (lambda a, b, config, out, program: new_out(out)), ()
     if K == 0:
-        return (lambda a, b, out: new_out(out).zero_()), False
+        return (lambda a, b, config, out, program: new_out(out).zero_()), ()
     split, partial_program, emulator_checks = 1, None, None
     if config is None:
         choice = rule.choose(M, N, K, dtype)
@@ -254,33 +235,59 @@ def _plan(a, b, config, out, program):
             from . import gemv
 
             compiled = gemv.build_gemv_relu(N, K, choice.gemv, dtype)
-            return trusting(_launch_into(runtime.launcher(compiled), new_out, out), compiled)
+            return _launch_into(runtime.launcher(compiled), new_out), (compiled,)
     if split > 1:
         pair = split_k.build_split_k(N, K, split, config, dtype, partial_program=partial_program)
         partial, reduce = runtime.launcher(pair[0], emulator_checks), runtime.launcher(pair[1])
 
-        def launch_split(a, b, out):
+        def launch_split(a, b, config, out, program):
             out = new_out(out)
             workspace = torch.empty((split, M, N), dtype=torch.float32, device=dev)
             partial(a, b, workspace)
             reduce(workspace, out)
             return out
-        return trusting(launch_split, *pair)
+        return launch_split, pair
     compiled = build_gemm_relu(N, K, config=config, dtype=dtype, program=program)
-    return trusting(_launch_into(runtime.launcher(compiled, emulator_checks), new_out, out), compiled)
+    return _launch_into(runtime.launcher(compiled, emulator_checks), new_out), (compiled,)
 
 
-def _launch_into(launch, new_out, out):
-    """One kernel ``launch(a, b, out)``: the plan is the launcher itself when the caller passes
-    ``out`` (the op then returns ``out``), a wrapper that allocates C otherwise."""
-    if out is not None:
-        return launch
-
-    def launch_new(a, b, out):
-        out = new_out(None)
+def _launch_into(launch, new_out):
+    """One kernel ``launch(a, b, c)`` as the op's launch: C is ``out``, or allocated when ``out`` is None."""
+    def launch_one(a, b, config, out, program):
+        out = new_out(out)
         launch(a, b, out)
         return out
-    return launch_new
+    return launch_one
+
+
+def _call_key(a, b, config, out, program, m):
+    """What the checks and the build depend on, read cheaply (:class:`runtime.Launchers`).
+
+    In GPU mode each compiled kernel checks every tensor argument itself (dtype, each dimension,
+    strides, device): the key is what picks the plan -- a's and b's shapes, a's dtype and device,
+    whether ``out`` is given, the config, the factory -- and an argument a kernel refuses is then
+    named by :func:`_check`. In the emulator nothing checks the arguments: the key holds every
+    attribute :func:`_check` reads (each tensor's type, shape, dtype, device and contiguity). A
+    view that does not start on a 16-byte boundary (TMA's requirement, which no kernel checks)
+    gets no key: it is planned, and refused, on every call."""
+    if a.data_ptr() % 16 or b.data_ptr() % 16:
+        return None
+    if m.name == "gpu":
+        return (a.shape, b.shape, a.dtype, a.get_device(), out is None, config, program)
+    return (type(a), a.shape, a.dtype, a.device, a.is_contiguous(), type(b), b.shape, b.dtype, b.device,
+            b.is_contiguous(), None if out is None else (type(out), out.shape, out.dtype, out.device, out.is_contiguous()),
+            config, program)
+
+
+#: The op's launchers, one per :func:`_call_key`. ``_plan`` and ``_check`` are looked up when called,
+#: so a test that replaces either is seen at once.
+MAX_PLANS = 4096
+_LAUNCHERS = runtime.Launchers(lambda *args: _plan(*args), lambda *args: _check(*args), MAX_PLANS)
+
+
+def clear_plans() -> None:
+    """Forget every plan (tests and benchmarks that replace what a plan captured call this)."""
+    _LAUNCHERS.clear()
 
 
 def gemm_relu(a, b, config: GemmConfig | None = None, *, out=None, program=None):
@@ -294,52 +301,13 @@ def gemm_relu(a, b, config: GemmConfig | None = None, *, out=None, program=None)
     notebook passes its own kernel cell's, so that a reader's edit reaches the op); with a
     factory of its own the op runs it as one kernel, never the split-K pair.
 
-    The first call with a new key validates, chooses and builds; later calls reuse that plan after
-    re-checking only what the key does not fix: 16-byte alignment of the data, and -- unless the
-    plan's compiled kernels check their tensor arguments themselves (on the GPU; a refused argument
-    then gets the op's own one line) -- contiguity.
+    The checks, the rule's choice and the build run once per key (:func:`_call_key`); a later call
+    with the key looks up its launch and launches. Bad input gets one line naming the problem
+    either way, before any compiler runs.
     """
-    # The key. In GPU mode it is what picks the plan -- a's and b's shapes, a's dtype and device,
-    # whether out is given, the config, the factory -- since a trusted plan's kernels check every
-    # tensor argument themselves (dtype, each dimension, strides, device) and a refused one is then
-    # named by the op's own checks. Elsewhere (the emulator checks nothing) it holds every
-    # attribute the checks read but contiguity, which is checked on each call. get_device() (an
-    # int: the CUDA index, -1 on the CPU) is cheaper than .device (a new object); the device *type*
-    # is checked by the plan's validation against the run mode, and a plan is used only while the
-    # mode it was made under is still :func:`runtime.mode`'s.
     m = runtime.mode()
     try:
-        if m.name == "gpu":
-            key = (a.shape, b.shape, a.dtype, a.get_device(), out is None, config, program)
-        elif out is None:
-            key = (a.shape, b.shape, a.dtype, b.dtype, a.get_device(), b.get_device(), config, program)
-        else:
-            key = (a.shape, b.shape, a.dtype, b.dtype, a.get_device(), b.get_device(), out.shape, out.dtype,
-                   out.get_device(), config, program)
-        entry = _PLANS.get(key)
-    except (AttributeError, TypeError):             # not tensors, or an unhashable argument
-        key = entry = None
-    # Per call, what the key does not fix: 16-byte aligned data (TMA), and -- unless every kernel of
-    # the plan checks its tensors itself -- the checks the key leaves out.
-    if entry is None or entry[2] is not m or a.data_ptr() % 16 or b.data_ptr() % 16:
-        entry = _plan(a, b, config, out, program) + (m,)    # raises the one-line error on bad input
-        _PLANS.remember(key, entry)
-    elif not entry[1]:
-        if m.name == "gpu":
-            _validate(a, b, config, out)             # an untrusted plan under the GPU key: every check
-        elif not a.is_contiguous() or not b.is_contiguous() or (out is not None and not out.is_contiguous()):
-            _validate(a, b, config, out)             # names the tensor that is not contiguous
-    plan, trusted, _ = entry
-    if not trusted:
-        if out is None:
-            return plan(a, b, None)
-        plan(a, b, out)
-        return out
-    try:
-        result = plan(a, b, out)
-    except Exception:
-        problem = checks.first_problem(_validate, a, b, config, out)   # a kernel refused an argument
-        if problem is None:
-            raise
-        raise problem from None
-    return result if out is None else out
+        key = _call_key(a, b, config, out, program, m)
+    except AttributeError:          # not tensors: the checks name them
+        key = None
+    return _LAUNCHERS(m, key, a, b, config, out, program)

@@ -840,11 +840,11 @@ def test_a_plan_whose_kernels_check_their_arguments_still_names_a_refused_one_in
     gr.clear_plans()
     a, b = checks.random_tensor((4, 64), torch.float16, device), checks.random_tensor((64, 32), torch.float16, device)
     gr.gemm_relu(a, b, gr.SEED_CONFIG)
-    (key,) = gr._PLANS
+    (key,) = gr._LAUNCHERS.entries
 
-    def kernel_refuses(a, b, out):
+    def kernel_refuses(a, b, config, out, program):
         raise RuntimeError("kernel gemm_relu_kernel input B strides[0] violates packed ABI constraint")
-    gr._PLANS[key] = (kernel_refuses, True, runtime.mode())
+    gr._LAUNCHERS.entries[key] = (kernel_refuses, True, runtime.mode())
     strided = checks.random_tensor((64, 64), torch.float16, device)[:, ::2]
     with pytest.raises(ValueError, match="b must be contiguous") as info:
         gr.gemm_relu(a, strided, gr.SEED_CONFIG)
