@@ -136,7 +136,7 @@ def test_every_lesson_has_targets_and_its_equivalent_mutants_exist():
 
 
 #: The CI sample: a few mutants of lesson 01's kernels and exercises, drawn with a fixed seed.
-SAMPLE, SEED = 4, 2
+SAMPLE, SEED = 4, 0
 
 
 def test_a_seeded_sample_of_mutants_is_rejected_by_the_checks():

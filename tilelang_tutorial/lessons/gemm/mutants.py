@@ -32,4 +32,8 @@ def targets():
 
 #: ``{target: mutant id: reason}``: reviewed mutants that give the same results on every input.
 EQUIVALENT = {
+    "gemm_relu_program: mask L24: swizzle_panel > 0 -> swizzle_panel >= 0":
+        "the swizzle only reorders which block computes which C tile: every tile's values are the same",
+    "gemm_relu_program: constant L24: 0 -> 1":
+        "the swizzle only reorders which block computes which C tile: every tile's values are the same",
 }
