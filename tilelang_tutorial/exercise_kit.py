@@ -172,8 +172,9 @@ def run_and_compare(res: ExerciseResult, kernel, inputs, reference, *, tolerance
     """Run ``kernel(*inputs)`` where this machine can (GPU, else the emulator), then compare the
     output ``out`` (default: the last input; poisoned with NaN by the caller) with ``reference``.
 
-    ``extra_check(out) -> str | None`` may name a more specific mistake. Emulator limits (a
-    construct it does not support) are reported as not checked, never as a pass.
+    ``extra_check(out) -> str | None`` may name a more specific mistake; ``hint_unwritten`` may be
+    a function of ``out`` (a hint that depends on which elements were never written). Emulator
+    limits (a construct it does not support) are reported as not checked, never as a pass.
     """
     from . import checks, runtime
 
@@ -193,8 +194,9 @@ def run_and_compare(res: ExerciseResult, kernel, inputs, reference, *, tolerance
             return res.failed(f"the emulator, run on the same inputs, found the cause: {found}")
     if cmp.unwritten:
         res.failed(f"{cmp.unwritten} of {out.numel()} outputs were never written (still NaN), ran in {where}")
-        if hint_unwritten:
-            res.hint(hint_unwritten)
+        hint = hint_unwritten(out) if callable(hint_unwritten) else hint_unwritten
+        if hint:
+            res.hint(hint)
         return res
     if cmp.nan:
         res.failed(f"{cmp.nan} of {out.numel()} outputs were written as NaN (computed, not left unwritten), "

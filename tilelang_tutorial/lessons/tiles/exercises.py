@@ -1,4 +1,9 @@
-"""Notebook 01's exercises.
+"""Notebook 01's checks: of its kernel cells and of its exercises, one function each, used by the
+notebook and by the mutation tests (``lessons/tiles/mutants.py``) alike.
+
+Kernel cells: ``check_scale_copy(factory)`` (``Y = alpha * X`` with ``alpha`` drawn at random, on
+both of :data:`tilelang_tutorial.checks.RAGGED_SHAPES`) and ``check_row_sum(factory)`` (fp32 row
+sums on the same shapes).
 
 1. **Row max** (the row-sum kernel's sibling). Write ``factory(N, dtype)`` returning a
    ``T.prim_func`` with two parameters::
@@ -7,12 +12,14 @@
        Out: T.Tensor((M,), "float32")   # Out[i] = max_j X[i, j]
 
    then ``check_row_max(factory)``. The checker runs it with N = 1000 (a ragged last tile for
-   every power-of-two block) on rows of which every third is entirely negative, so neither a start
-   value of 0 nor the zero-filled columns of the last tile can pass. When values are wrong it
-   names the symptom it measured: all-negative rows reported as exactly 0 (then it also runs
-   N = 1024, where no tile is partial, to tell a start value of 0 from an unmasked last tile),
-   results above the true max (tiles' maxima added), below it (a tile's max replaced the running
-   max), or NaN written (the running max read before it was set).
+   every power-of-two block) on rows of which every third is entirely negative, with maxima from
+   -2 down to -3e4 (:func:`tilelang_tutorial.checks.negative_rows`), so no start value above -inf
+   (0, -1, -2, -1e4) and no fill value of the last tile's missing columns but -inf can pass. When
+   values are wrong it names the symptom it measured: all-negative rows reported as one and the
+   same value above their true max (then it also runs N = 1024, where no tile is partial, to tell
+   a start value from the fill value of the last tile), results above the true max (tiles' maxima
+   added), below it (a tile's max replaced the running max), or NaN written (the running max read
+   before it was set).
 
 2. **Tiled transpose.** Write ``factory(M, N, dtype)`` returning a ``T.prim_func`` with::
 
@@ -22,9 +29,11 @@
    then ``check_transpose(factory)``. The checker reads the generated CUDA: A must be *loaded*
    with 16-byte vectors and B *stored* whole rows at a time (16-byte vectors, or the bulk copy of a
    shared tile that TileLang emits for ``T.copy(shared, global)`` on Hopper, notebook 02's TMA);
-   then it runs the kernel on a non-square 256 x 384 matrix.
+   then it runs the kernel on both of :data:`tilelang_tutorial.checks.RAGGED_SHAPES` (200 x 136
+   and 72 x 264: multiples of no block, one tall, one wide), so a grid of ``N // block`` blocks or
+   swapped block indices leave part of B unwritten.
 
-Either factory may also be an eager ``@tilelang.jit`` function (``T.const`` sizes): the checker
+Every factory may also be an eager ``@tilelang.jit`` function (``T.const`` sizes): the checker
 builds its program for the checked sizes through :mod:`tilelang_tutorial.eager`.
 
 Solutions: ``solutions/row_max.py`` and ``solutions/transpose.py`` in this lesson's folder.
@@ -36,7 +45,97 @@ from ...exercise_kit import ExerciseResult, call_factory, compile_or_fail, kerne
 
 DEFAULT_N = 1000  # not a multiple of any power-of-two block
 EXACT_N = 1024    # a multiple of every power-of-two block up to 1024: no partial tile
-TRANSPOSE_SHAPE = (256, 384)  # not square: swapped block indices go wrong
+TRANSPOSE_SHAPES = checks.RAGGED_SHAPES
+
+
+def _ragged_label(shapes) -> str:
+    return " and ".join(f"{m} x {n}" for m, n in shapes) + " (multiples of no block size)"
+
+
+def _passed(res: ExerciseResult) -> bool:
+    return bool(res.ok) and res.numerics_checked
+
+
+# ------------------------------------------------------------------------------------------------
+# The kernel cells: copy-and-scale, row sum
+# ------------------------------------------------------------------------------------------------
+
+def check_scale_copy(factory, *, shapes=checks.RAGGED_SHAPES, alpha: float | None = None, dtype: str = "float16",
+                     arch: str | None = None, verbose: bool = True) -> ExerciseResult:
+    """Check ``factory(N)`` (or the eager kernel) for ``Y = alpha * X``: on every shape of ``shapes``
+    (ragged in both dimensions), ``alpha`` drawn at random (:func:`checks.random_scalar`) so a
+    kernel that ignores it cannot pass, outputs poisoned. Prints and returns the result."""
+    import torch
+
+    from .scale_copy import scale_copy_reference
+
+    alpha = checks.random_scalar() if alpha is None else alpha
+    arch = arch or runtime.current_arch()
+    res = ExerciseResult()
+    dev = runtime.mode().device
+    for M, N in shapes:
+        build = eager.factory(factory, ("N",), M=M, dtype=dtype) if eager.is_eager(factory) else \
+            (lambda n: factory(n, dtype=dtype))
+        program = call_factory(res, build, (N,), "a factory N -> T.prim_func(X: (M, N), Y: (M, N), alpha: float32)")
+        if program is None:
+            break
+        kernel = compile_or_fail(res, program, arch)
+        if kernel is None:
+            break
+        x = checks.random_tensor((M, N), getattr(torch, dtype), dev)
+        y = checks.poisoned((M, N), getattr(torch, dtype), dev)
+        run_and_compare(res, kernel, (x, y, alpha), scale_copy_reference(x, alpha), out=y,
+                        tolerance=checks.TOLERANCE[dtype], what=f"alpha * x with alpha = {alpha} (drawn at random) on {M} x {N}",
+                        hint_unwritten="some tiles were never written: the grid must cover the ragged edges "
+                                       "(T.ceildiv(N, block_N) x T.ceildiv(M, block_M) blocks, bx walking columns, "
+                                       "by rows)",
+                        hint_wrong="compare the kernel's scale with the reference's: the kernel must multiply by its "
+                                   "alpha argument (the check draws it at random), not a value typed in")
+        if not res.ok:
+            break
+    if res.ok:
+        res.summary = f"alpha = {alpha} drawn at random; shapes {_ragged_label(shapes)}"
+    if verbose:
+        print(res)
+    return res
+
+
+def check_row_sum(factory, *, shapes=checks.RAGGED_SHAPES, dtype: str = "float16", arch: str | None = None,
+                  verbose: bool = True) -> ExerciseResult:
+    """Check ``factory(N)`` for fp32 row sums ``S[i] = sum_j X[i, j]`` on every shape of ``shapes``
+    (ragged in both dimensions: a partial last tile of rows and of columns), outputs poisoned.
+    Prints and returns the result."""
+    import torch
+
+    from .row_sum import row_sum_reference
+
+    arch = arch or runtime.current_arch()
+    res = ExerciseResult()
+    dev = runtime.mode().device
+    for M, N in shapes:
+        program = call_factory(res, lambda n: factory(n, dtype=dtype), (N,),
+                               "a factory N -> T.prim_func(X: (M, N), S: (M,) float32)")
+        if program is None:
+            break
+        kernel = compile_or_fail(res, program, arch)
+        if kernel is None:
+            break
+        x = checks.random_tensor((M, N), getattr(torch, dtype), dev)
+        s = checks.poisoned((M,), torch.float32, dev)
+        run_and_compare(res, kernel, (x, s), row_sum_reference(x), tolerance=1e-5, what=f"fp64 row sums on {M} x {N}",
+                        hint_unwritten="some rows were never written: the grid needs T.ceildiv(M, block_M) blocks",
+                        hint_wrong="every column tile must be added to the running total (total[i] += part[i]), "
+                                   "which starts at 0 (T.clear)")
+        if not res.ok:
+            break
+    if verbose:
+        print(res)
+    return res
+
+
+# ------------------------------------------------------------------------------------------------
+# Exercise 1: row max
+# ------------------------------------------------------------------------------------------------
 
 
 def row_max_reference(x):
@@ -44,11 +143,12 @@ def row_max_reference(x):
 
 
 def row_max_input(M: int, N: int, dtype: str, device: str):
-    """Fresh random rows, every third one entirely negative (its max is below -0.5)."""
+    """Fresh random rows, every third one entirely negative with its max between -2 and -3e4
+    (:func:`checks.negative_rows`): far below every start or fill value but -inf."""
     import torch
 
     x = checks.random_tensor((M, N), getattr(torch, dtype), device)
-    x[::3] = -x[::3].abs() - 0.5
+    x[::3] = checks.negative_rows(x[::3].shape, x.dtype, device)
     return x
 
 
@@ -94,28 +194,32 @@ def _row_max_symptom(got, ref, factory, M, dtype, arch) -> str | None:
         return (f"Out is smaller than the true row max in {below} rows whose max is positive: some columns never "
                 f"counted -- each tile's max replaced the running max (best[i] = part[i]) instead of "
                 f"best[i] = T.max(best[i], part[i]), or the loop stops before the last tile")
-    zero = int(((got == 0) & negative).sum())
-    if zero and zero == int((got != ref).sum()):
-        # every wrong row is an all-negative row reported as exactly 0: a start value of 0, or the
-        # zero-filled columns of a partial last tile. At N = 1024 there is no partial tile.
-        exact = _exact_n_result(factory, M, dtype, arch)
+    wrong = got != ref
+    stuck = got[wrong].unique()
+    if len(stuck) == 1 and bool((wrong <= negative).all()) and bool((got[wrong] > ref[wrong]).all()):
+        # every wrong row is an all-negative row reported as one value above its true max: the
+        # running max's start value, or the fill value of a partial last tile's missing columns.
+        # At N = 1024 there is no partial tile.
+        value, count = float(stuck[0]), int(wrong.sum())
+        exact, exact_value = _exact_n_result(factory, M, dtype, arch)
         if exact == "right":
-            return (f"the {zero} rows whose true max is negative came out as exactly 0 at N = {DEFAULT_N}, but every row "
-                    f"is right at N = {EXACT_N}, where no tile is partial: the last, partial tile's out-of-bounds "
-                    f"columns were read as 0 and won the max. Mask them as you load: "
-                    f"T.if_then_else(k * block_N + j < N, value, -T.infinity(\"float32\"))")
-        if exact == "zero":
-            return (f"the {zero} rows whose true max is negative came out as exactly 0, also at N = {EXACT_N} where no "
-                    f"tile is partial: the running max's start value is 0. Start below every value: "
-                    f"T.fill(best, -T.infinity(\"float32\"))")
-        return (f"the {zero} rows whose true max is negative came out as exactly 0: either the running max "
-                f"starts at 0 or the last tile's out-of-bounds columns (read as 0) are not masked")
-    wrong = (got != ref).nonzero().flatten()[:5].tolist()
-    return f"first wrong rows: {wrong} (got {[round(float(got[i]), 4) for i in wrong]}, want {[round(float(ref[i]), 4) for i in wrong]})"
+            return (f"the {count} rows whose true max is below {value:g} came out as exactly {value:g} at N = {DEFAULT_N}, "
+                    f"but every row is right at N = {EXACT_N}, where no tile is partial: the last, partial tile's "
+                    f"out-of-bounds columns were read as {value:g} and won the max. Mask them with a value below "
+                    f"every value as you load: T.if_then_else(k * block_N + j < N, value, -T.infinity(\"float32\"))")
+        if exact == "stuck" and exact_value == value:
+            return (f"the {count} rows whose true max is below {value:g} came out as exactly {value:g}, also at "
+                    f"N = {EXACT_N} where no tile is partial: the running max's start value is {value:g}, above "
+                    f"the max of those rows. Start below every value: T.fill(best, -T.infinity(\"float32\"))")
+        return (f"the {count} rows whose true max is below {value:g} came out as exactly {value:g}: either the running "
+                f"max starts at {value:g} or the last tile's out-of-bounds columns hold {value:g}; both must be -inf")
+    rows = wrong.nonzero().flatten()[:5].tolist()
+    return f"first wrong rows: {rows} (got {[round(float(got[i]), 4) for i in rows]}, want {[round(float(ref[i]), 4) for i in rows]})"
 
 
-def _exact_n_result(factory, M, dtype, arch) -> str:
-    """"right", "zero" (all-negative rows exactly 0 again) or "other", for the factory at N = 1024."""
+def _exact_n_result(factory, M, dtype, arch) -> tuple[str, float | None]:
+    """("right", None), ("stuck", v) (every wrong row an all-negative row reported as v, above its
+    max) or ("other", None), for the factory at N = 1024."""
     from ...exercise_kit import quiet_tilelang
 
     try:
@@ -123,12 +227,15 @@ def _exact_n_result(factory, M, dtype, arch) -> str:
             kernel = runtime.compile_kernel(factory(EXACT_N, dtype), arch=arch)
             got, ref = _run_row_max(kernel, M, EXACT_N, dtype)
     except Exception:
-        return "other"
+        return "other", None
     got, ref = got.float().cpu(), ref.float().cpu()
     if checks.compare(got, ref, tolerance=1e-6).ok:
-        return "right"
+        return "right", None
     wrong = got != ref
-    return "zero" if bool(((got == 0) & (ref < 0))[wrong].all()) else "other"
+    stuck = got[wrong].unique()
+    if len(stuck) == 1 and bool((ref[wrong] < 0).all()) and bool((got[wrong] > ref[wrong]).all()):
+        return "stuck", float(stuck[0])
+    return "other", None
 
 
 def _check_row_max(factory, N, M, dtype, arch) -> ExerciseResult:
@@ -162,7 +269,8 @@ def _check_row_max(factory, N, M, dtype, arch) -> ExerciseResult:
     x = row_max_input(M, N, dtype, dev)
     out = checks.poisoned((M,), torch.float32, dev)
     return run_and_compare(res, kernel, (x, out), row_max_reference(x), tolerance=1e-6,
-                           what=f"torch.amax on {M} x {N} (every third row all negative, ragged last tile)",
+                           what=f"torch.amax on {M} x {N} (a ragged last tile; every third row all negative, maxima "
+                                f"from -2 down to -3e4)",
                            hint_unwritten="NaN is still there: either no block wrote those rows (does the grid have "
                                           "T.ceildiv(M, block_M) blocks?) or a NaN reached them from the running max, "
                                           "read before it was set (the emulator starts on-chip buffers as NaN): "
@@ -189,12 +297,13 @@ def _vector_accesses(src: str, name: str) -> tuple[bool, bool]:
     return loads, stores
 
 
-def check_transpose(factory, *, shape=TRANSPOSE_SHAPE, dtype: str = "float16", arch: str | None = None,
+def check_transpose(factory, *, shapes=TRANSPOSE_SHAPES, dtype: str = "float16", arch: str | None = None,
                     verbose: bool = True) -> ExerciseResult:
-    """Check a reader's ``factory(M, N, dtype)`` for ``B = A^T``; prints and returns the result."""
+    """Check a reader's ``factory(M, N, dtype)`` for ``B = A^T`` on every (M, N) of ``shapes``;
+    prints and returns the result."""
     if eager.is_eager(factory):
         factory = eager.factory(factory, ("M", "N", "dtype"))
-    res = _check_transpose(factory, tuple(shape), dtype, arch or runtime.current_arch())
+    res = _check_transpose(factory, [tuple(shape) for shape in shapes], dtype, arch or runtime.current_arch())
     if verbose:
         print(res)
     return res
@@ -215,15 +324,31 @@ def _transpose_symptom(got, a) -> str:
     got, want = got.float().cpu(), a.t().float().cpu()
     M, N = a.shape
     for block in (128, 64, 32, 16):
-        if M % block or N % block:
+        full_m, full_n = M // block * block, N // block * block
+        if not full_m or not full_n:
             continue
-        # B's tile (r, c) holding A's tile (c, r) as it is, not transposed
-        tiles = a.float().cpu().reshape(M // block, block, N // block, block).permute(2, 1, 0, 3)
-        if _equal(got, tiles.reshape(N, M)):
-            return (f"every {block} x {block} tile of B is in the right place but not transposed inside: "
+        # the whole tiles of B: tile (r, c) holding A's tile (c, r) as it is, not transposed
+        tiles = a.float().cpu()[:full_m, :full_n].reshape(full_m // block, block, full_n // block, block)
+        if _equal(got[:full_n, :full_m], tiles.permute(2, 1, 0, 3).reshape(full_n, full_m)):
+            return (f"every whole {block} x {block} tile of B is in the right place but not transposed inside: "
                     f"write the tile transposed on chip (b_tile[j, i] = a_tile[i, j])")
     rows = (got != want).any(dim=1).nonzero().flatten()
     return f"B != A.T in {len(rows)} of {N} rows of B (first: {rows[:4].tolist()})"
+
+
+def _unwritten_transpose_hint(b) -> str:
+    """Which part of B was never written, as the grid mistake that leaves it so."""
+    unwritten = checks.poison_mask(b).cpu()
+    rows, cols = unwritten.shape
+    for block in (256, 128, 64, 32, 16):
+        edge = unwritten.clone()
+        edge[:rows // block * block, :cols // block * block] = False
+        if unwritten.any() and bool((unwritten == edge).all()) and bool(edge.sum() == (rows * cols - (rows // block * block) * (cols // block * block))):
+            return (f"exactly the partial tiles at B's ragged edges (rows {rows // block * block}.. or columns "
+                    f"{cols // block * block}..) were never written: a grid of n // {block} blocks drops the last, "
+                    f"partial tile; T.ceildiv(n, {block}) blocks cover it (and T.copy handles its bounds)")
+    return ("check which block index walks which dimension (A's tile (by, bx) goes to B's tile (bx, by), bx "
+            "walking A's columns) and that the grid covers every tile, the ragged ones too")
 
 
 def _equal(x, y) -> bool:
@@ -232,8 +357,8 @@ def _equal(x, y) -> bool:
     return bool(torch.equal(x, y))
 
 
-def _check_transpose(factory, shape, dtype, arch) -> ExerciseResult:
-    M, N = shape
+def _check_transpose(factory, shapes, dtype, arch) -> ExerciseResult:
+    M, N = shapes[0]
     res = ExerciseResult()
     program = call_factory(res, factory, (M, N, dtype),
                            "write factory(M, N, dtype) returning a T.prim_func(A: (M, N), B: (N, M))")
@@ -271,9 +396,18 @@ def _check_transpose(factory, shape, dtype, arch) -> ExerciseResult:
     import torch
 
     dev = runtime.mode().device
-    a = checks.random_tensor((M, N), getattr(torch, dtype), dev)
-    b = checks.poisoned((N, M), getattr(torch, dtype), dev)
-    return run_and_compare(res, kernel, (a, b), a.t().float(), tolerance=0.0, what=f"A.T on a {M}x{N} matrix",
-                           hint_unwritten="check which block index walks which dimension (A's tile (by, bx) goes to "
-                                          "B's tile (bx, by)), and that the grid covers every tile",
-                           extra_check=lambda got: _transpose_symptom(got, a))
+    for k, (M, N) in enumerate(shapes):
+        if k:
+            program = call_factory(res, factory, (M, N, dtype), "the same factory, for another shape")
+            kernel = None if program is None else compile_or_fail(res, program, arch)
+            if kernel is None:
+                return res
+        a = checks.random_tensor((M, N), getattr(torch, dtype), dev)
+        b = checks.poisoned((N, M), getattr(torch, dtype), dev)
+        run_and_compare(res, kernel, (a, b), a.t().float(), tolerance=0.0,
+                        what=f"A.T on a {M} x {N} matrix (a multiple of no block size)",
+                        hint_unwritten=_unwritten_transpose_hint,
+                        extra_check=lambda got, a=a: _transpose_symptom(got, a))
+        if not res.ok:
+            break
+    return res

@@ -114,6 +114,21 @@ def test_checkers_accept_an_eager_solution():
     assert res.ok and res.numerics_checked, str(res)
 
 
+def test_the_kernel_cells_checks_pass_the_kernels_and_reject_alpha_typed_in():
+    """The notebook's check of its copy-and-scale cell (the mutation tests' too): both styles pass
+    on both ragged shapes with a random alpha; the kernel with 0.5 typed in for alpha fails."""
+    from tilelang_tutorial.lessons.tiles import exercises, wrong_answers
+
+    for kernel in (scale_copy.scale_copy_program, scale_copy.scale_copy_eager):
+        res = exercises.check_scale_copy(kernel, verbose=False)
+        assert res.ok and res.numerics_checked and "drawn at random" in str(res), str(res)
+        assert all(f"{m} x {n}" in str(res) for m, n in checks.RAGGED_SHAPES), str(res)
+    res = exercises.check_scale_copy(wrong_answers.scale_copy_alpha_typed_in, verbose=False)
+    assert not res.ok and "its\nalpha argument" not in str(res) and "alpha argument" in str(res), str(res)
+    res = exercises.check_row_sum(row_sum.row_sum_program, verbose=False)
+    assert res.ok and res.numerics_checked, str(res)
+
+
 # ------------------------------------------------------------------------------------------------
 # Exercise hints (the symptom each wrong answer gets: tests/test_exercises.py)
 # ------------------------------------------------------------------------------------------------
