@@ -5,8 +5,9 @@ Kernel :mod:`.kernel` (the layout-annotated kernel, the naive one it replaces, t
 the op a user calls :mod:`.op` (the layout per width, the build, the checks, the launch), the
 warp-segment layout of three bf16 bands :mod:`.warp_segments`, the two-pass shared-memory design
 it is compared with :mod:`.two_pass`, the pre-existing Triton path :mod:`.triton_existing`, the
-dispatch :mod:`.dispatch`, a video-VAE block :mod:`.vae_block`, exercises :mod:`.exercises`,
-benchmark suite ``rmsnorm`` (:mod:`.bench`).
+dispatch :mod:`.dispatch`, a video-VAE block :mod:`.vae_block` (timed by the benchmark), the
+targets TileLang builds for :mod:`.backends` (notebook 05b), exercises :mod:`.exercises` and
+their :mod:`.solutions`, benchmark suites (:mod:`.bench`, :mod:`.host_bench`).
 """
 from ... import results
 
@@ -17,8 +18,6 @@ EXTRA_NOTEBOOKS = ("05b_rmsnorm_in_depth.ipynb",)
 #: the op's layout at every width (fp16, bf16), the op and its peers, the drop-in's host cost
 SUITES = {"rmsnorm_widths": "bench:run_widths", "rmsnorm_widths_bf16": "bench:run_widths_bf16", "rmsnorm": "bench:run",
           "rmsnorm_host": "host_bench:run"}
-#: ``python -m tilelang_tutorial sweep NAME`` (prints, records nothing)
-SWEEPS = {"rmsnorm_candidates": "sweep:main"}
 
 
 def measured(record):
@@ -69,55 +68,94 @@ def compile_cases():
 
 
 def exercise_cases():
+    from ...exercise_kit import mutated
     from .. import Exercise, WrongAnswer
     from . import exercises as ex
-    from . import wrong_answers as wrong
     from .kernel import RMSNormSiLUConfig, rmsnorm_silu_program
     from .solutions import apply_rstd, config, residual, rms_stats
 
     def todo(*args):
         raise NotImplementedError
 
+    # Each wrong answer is its solution with one mistake typed in: (old, new) edits of its source.
+    res = residual.residual_rmsnorm_silu_solution
+    stats = rms_stats.rms_stats_solution
+    apply = apply_rstd.apply_rstd_solution
+    res_annotation = "T.annotate_layout({buf: row_group_layout(block_m, width, group, threads) for buf in (x, r, h, sq, y)})"
+    res_sum = "h[i, j] = T.Cast(accum, x[i, j]) + T.Cast(accum, r[i, j])"
+    res_rstd = "T.rsqrt(rstd[i] * inv_c + eps)"
+    stats_rstd = "total[i] = T.rsqrt(total[i] * (1.0 / C) + eps)"
+    apply_product = "v = T.Cast(accum, x[i, j]) * rstd[i] * T.Cast(accum, Gamma[j])"
     return [
         Exercise("05 config", ex.check_rmsnorm_config, config.CONFIG_640, starter=None,
-                 wrong_answers=(WrongAnswer("five lanes per row", wrong.rmsnorm_config_five_lanes(), "power of two"),
-                                WrongAnswer("one lane per row", wrong.rmsnorm_config_one_lane_per_row(), "spilled"),
+                 wrong_answers=(WrongAnswer("five lanes per row", RMSNormSiLUConfig(group=5, threads=160), "power of two"),
+                                WrongAnswer("one lane per row", RMSNormSiLUConfig(group=1, threads=128), "spilled"),
                                 WrongAnswer("128 lanes, 38 % padding", RMSNormSiLUConfig(group=128, threads=256), "pads the row"),
                                 WrongAnswer("32 lanes of 3 vectors, 17 % padding", RMSNormSiLUConfig(group=32, threads=256),
                                             "16 per row (17%) empty"))),
-        Exercise("05 residual", ex.check_residual_rmsnorm_silu, residual.residual_rmsnorm_silu_solution,
-                 starter=todo,
+        Exercise("05 residual", ex.check_residual_rmsnorm_silu, res, starter=todo,
                  wrong_answers=(
-                     WrongAnswer("layout left to inference", wrong.wrong_residual_no_layout, "not annotated"),
+                     WrongAnswer("layout left to inference", mutated(res, (res_annotation, "")), "not annotated"),
                      WrongAnswer("4 parameters", lambda C, dtype="float16": rmsnorm_silu_program(C, dtype),
                                  "5 parameters"),
-                     WrongAnswer("added after the norm", wrong.wrong_residual_after_norm, "r is added after the norm"),
-                     WrongAnswer("x + r summed in fp16", wrong.wrong_residual_fp16_sum, "exceeds 65504"),
-                     WrongAnswer("eps left out", wrong.wrong_residual_no_eps, "eps belongs inside the square root"),
-                     WrongAnswer("eps added after the root", wrong.wrong_residual_eps_outside_the_root,
+                     WrongAnswer("added after the norm", mutated(
+                         res, (res_sum, "h[i, j] = T.Cast(accum, x[i, j])"),
+                         ("v = h[i, j] * rstd[i] * T.Cast(accum, Gamma[j])",
+                          "v = h[i, j] * rstd[i] * T.Cast(accum, Gamma[j]) + T.Cast(accum, r[i, j])")),
+                                 "r is added after the norm"),
+                     WrongAnswer("x + r summed in fp16", mutated(res, (res_sum, "h[i, j] = T.Cast(accum, x[i, j] + r[i, j])")),
+                                 "exceeds 65504"),
+                     WrongAnswer("eps left out", mutated(res, (res_rstd, "T.rsqrt(rstd[i] * inv_c)")),
                                  "eps belongs inside the square root"),
-                     WrongAnswer("R's fragment not annotated", wrong.wrong_residual_r_not_annotated, "r not annotated"),
+                     WrongAnswer("eps added after the root", mutated(res, (res_rstd, "T.rsqrt(rstd[i] * inv_c) + eps")),
+                                 "eps belongs inside the square root"),
+                     WrongAnswer("R's fragment not annotated", mutated(res, ("for buf in (x, r, h, sq, y)",
+                                                                             "for buf in (x, h, sq, y)")),
+                                 "r not annotated"),
                  )),
         # notebook 05b's exercises
-        Exercise("05b statistics pass", ex.check_rms_stats, rms_stats.rms_stats_solution, starter=todo,
+        Exercise("05b statistics pass", ex.check_rms_stats, stats, starter=todo,
                  wrong_answers=(
-                     WrongAnswer("sums kept in fp16", wrong.wrong_stats_fp16_sum, "16 bits"),
-                     WrongAnswer("squares formed in fp16", wrong.wrong_stats_fp16_square, "16 bits"),
-                     WrongAnswer("total overwritten by each chunk", wrong.wrong_stats_last_chunk, "overwritten by each chunk"),
-                     WrongAnswer("divided by the chunk width", wrong.wrong_stats_chunk_mean, "divided by the chunk width"),
-                     WrongAnswer("eps left out", wrong.wrong_stats_no_eps, "without eps"),
-                     WrongAnswer("eps added after the root", wrong.wrong_stats_eps_outside_the_root, "eps added after the root"),
-                     WrongAnswer("the rms, not its inverse", wrong.wrong_stats_rms_not_inverse, "the rms itself"),
-                     WrongAnswer("grid m // block_m", wrong.wrong_stats_floor_grid, "T.ceildiv(m, block_m)"),
-                     WrongAnswer("the whole row in one tile", wrong.wrong_stats_whole_row, "chunks of at most 128 columns"),
+                     WrongAnswer("sums kept in fp16", mutated(stats, ("part = T.alloc_fragment((block_m,), accum)",
+                                                                      "part = T.alloc_fragment((block_m,), dtype)")),
+                                 "16 bits"),
+                     WrongAnswer("squares formed in fp16", mutated(stats, (
+                         "sq[i, j] = T.Cast(accum, chunk[i, j]) * T.Cast(accum, chunk[i, j])",
+                         "sq[i, j] = T.Cast(accum, chunk[i, j] * chunk[i, j])")), "16 bits"),
+                     WrongAnswer("total overwritten by each chunk", mutated(stats, ("total[i] += part[i]", "total[i] = part[i]")),
+                                 "overwritten by each chunk"),
+                     WrongAnswer("divided by the chunk width", mutated(
+                         stats, (stats_rstd, "total[i] = T.rsqrt(total[i] * (1.0 / block_C) + eps)")),
+                                 "divided by the chunk width"),
+                     WrongAnswer("eps left out", mutated(stats, (stats_rstd, "total[i] = T.rsqrt(total[i] * (1.0 / C))")),
+                                 "without eps"),
+                     WrongAnswer("eps added after the root", mutated(
+                         stats, (stats_rstd, "total[i] = T.rsqrt(total[i] * (1.0 / C)) + eps")), "eps added after the root"),
+                     WrongAnswer("the rms, not its inverse", mutated(
+                         stats, (stats_rstd, "total[i] = T.sqrt(total[i] * (1.0 / C) + eps)")), "the rms itself"),
+                     WrongAnswer("grid m // block_m", mutated(stats, ("T.Kernel(T.ceildiv(m, block_m)", "T.Kernel(m // block_m")),
+                                 "T.ceildiv(m, block_m)"),
+                     WrongAnswer("the whole row in one tile", mutated(
+                         stats, ("block_C = next(b for b in (128, 64, 32) if C % b == 0)", "block_C = C")),
+                                 "chunks of at most 128 columns"),
                  )),
-        Exercise("05b output pass (bf16)", ex.check_apply_rstd, apply_rstd.apply_rstd_solution, starter=todo,
+        Exercise("05b output pass (bf16)", ex.check_apply_rstd, apply, starter=todo,
                  wrong_answers=(
-                     WrongAnswer("products in bf16", wrong.wrong_apply_bf16_math, "rounded to bfloat16 more than once"),
-                     WrongAnswer("divides by Rstd", wrong.wrong_apply_divides, "divides by Rstd"),
-                     WrongAnswer("no SiLU", wrong.wrong_apply_no_silu, "the SiLU is missing"),
-                     WrongAnswer("Rstd never applied", wrong.wrong_apply_rstd_not_applied, "Rstd is not applied"),
-                     WrongAnswer("layout left to inference", wrong.wrong_apply_no_layout, "not annotated"),
+                     WrongAnswer("products in bf16", mutated(
+                         apply, (apply_product, "v = T.Cast(accum, x[i, j] * T.Cast(dtype, rstd[i]) * Gamma[j])")),
+                                 "rounded to bfloat16 more than once"),
+                     WrongAnswer("divides by Rstd", mutated(
+                         apply, (apply_product, "v = T.Cast(accum, x[i, j]) / rstd[i] * T.Cast(accum, Gamma[j])")),
+                                 "divides by Rstd"),
+                     WrongAnswer("no SiLU", mutated(apply, ("y[i, j] = T.Cast(dtype, v / (1.0 + T.exp2(v * -LOG2_E)))",
+                                                            "y[i, j] = T.Cast(dtype, v)")),
+                                 "the SiLU is missing"),
+                     WrongAnswer("Rstd never applied", mutated(
+                         apply, (apply_product, "v = T.Cast(accum, x[i, j]) * T.Cast(accum, Gamma[j])")),
+                                 "Rstd is not applied"),
+                     WrongAnswer("layout left to inference", mutated(apply, (
+                         "T.annotate_layout({buf: row_group_layout(block_m, width, group, threads) for buf in (x, y)})", "")),
+                                 "not annotated"),
                  )),
     ]
 

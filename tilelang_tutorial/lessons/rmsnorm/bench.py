@@ -44,6 +44,9 @@ LATENCY_WIDTHS = (96, 160, 256, 512, 640, 1024)
 PROD_LEADING = (1, 4, 360, 640)
 SMALL_M = 2048
 NAIVE_WIDTHS = (96, 128, 192, 256, 640)
+#: the width suites (:func:`run_widths`): every multiple of 32 up to 8192
+WIDTHS_SUITE, WIDTHS_SUITE_BF16 = "rmsnorm_widths", "rmsnorm_widths_bf16"
+EVERY_WIDTH = tuple(range(32, 8192 + 1, 32))
 #: Widths of the one-pass vs two-pass comparison (fp16, M = 2^20): block_C = 32, 32, 128, 128, 128.
 TWO_PASS_WIDTHS = (96, 160, 256, 640, 1024)
 #: VAE block end to end: (C, conv, (B, T, H, W)); 720x1280 stages, 2 frames per chunk.
@@ -99,12 +102,6 @@ def compile_many(jobs, *, arch=None, workers=None, verbose=True):
     return built
 
 
-def run_jobs(widths=WIDTHS, dtypes=DTYPES, naive_widths=NAIVE_WIDTHS, two_pass_widths=TWO_PASS_WIDTHS):
-    return ([(C, dt, None) for dt in dtypes for C in widths]
-            + [(C, "float16", "naive") for C in naive_widths]
-            + [(C, "float16", "two_pass") for C in two_pass_widths])
-
-
 # ---------------------------------------------------------------------------------------------
 # Contenders
 # ---------------------------------------------------------------------------------------------
@@ -113,32 +110,6 @@ def eager(x, gamma, eps=EPS):
     import torch.nn.functional as F
 
     return F.silu(F.rms_norm(x, (x.shape[-1],), gamma, eps))
-
-
-class CompiledPeer:
-    """torch.compile of ``eager`` with a dynamic row count: one compile per (C, dtype).
-
-    Call ``reset()`` before moving to another (C, dtype): dynamo's recompile limit (8 per code
-    object) would otherwise make later widths fall back to eager silently.
-    """
-
-    def __init__(self):
-        import torch
-
-        self._torch = torch
-        self.fn = None
-
-    def reset(self):
-        self._torch._dynamo.reset()
-        self.fn = self._torch.compile(eager)
-
-    def mark(self, x2d):
-        """Mark the row dimension dynamic (``maybe_``: never an error if dynamo specialises it)."""
-        self._torch._dynamo.maybe_mark_dynamic(x2d, 0)
-        return x2d
-
-    def __call__(self, x2d, gamma):
-        return self.fn(x2d, gamma)
 
 
 def liger_peer():
@@ -153,10 +124,6 @@ def liger_peer():
         return F.silu(LigerRMSNormFunction.apply(x2d, gamma, EPS))
 
     return fn, "Liger-Kernel LigerRMSNormFunction + F.silu"
-
-
-def _peer(ms, nbytes, **extra):
-    return dict({"value": gbps(nbytes, ms), "unit": "GB/s", "latency_ms": ms}, **extra)
 
 
 def _check(y, x, gamma, dtype):
@@ -179,10 +146,9 @@ def rows_for(C: int) -> int:
 
 
 def widths_rows(C: int) -> int:
-    """M for the width sweep (``rmsnorm_widths``) and ``sweep rmsnorm_candidates``: X = 2^27 elements
-    (256 MiB in 16 bits) at every width, so a narrow row moves as many bytes as a wide one. With
-    :func:`rows_for`'s 2^20 rows C = 32 moved 64 MiB, where even a torch copy of those bytes ran at
-    0.86 of the 2 GiB copy ceiling (``docs/measurements/2026-12-02b/rms_size.log``)."""
+    """M for the width suites: X = 2^27 elements (256 MiB in 16 bits) at every width, so a narrow
+    row moves as many bytes as a wide one (a copy of a few tens of MiB does not reach the copy
+    bandwidth)."""
     return MAX_ELEMENTS // C
 
 
@@ -199,7 +165,6 @@ def run(quick: bool = False) -> results.Run:
     rule (:func:`.op.config_for`)."""
     import torch
 
-    from . import widths as W
     from .dispatch import which_path
 
     runtime.require_gpu("the RMSNorm benchmark")
@@ -207,10 +172,10 @@ def run(quick: bool = False) -> results.Run:
     prov = results.provenance(COMMAND + (" --quick" if quick else ""))
     widths = (96, 160, 256, 640) if quick else WIDTHS
     dtypes = ("float16",) if quick else DTYPES
-    kernels = compile_many([(C, dt, W.config_for(C, dt)) for dt in dtypes for C in widths]
+    kernels = compile_many([(C, dt, op.config_for(C, dt)) for dt in dtypes for C in widths]
                            + ([] if quick else [(C, "float16", "naive") for C in NAIVE_WIDTHS]
                               + [(C, "float16", "two_pass") for C in TWO_PASS_WIDTHS]
-                              + [(C, "float16", W.config_for(C)) for C in TWO_PASS_WIDTHS + LATENCY_WIDTHS]))
+                              + [(C, "float16", op.config_for(C)) for C in TWO_PASS_WIDTHS + LATENCY_WIDTHS]))
     bad = {j: k for j, k in kernels.items() if isinstance(k, Exception)}
     if bad:
         raise RuntimeError(f"kernels failed to compile: {sorted(bad, key=str)}") from next(iter(bad.values()))
@@ -231,7 +196,7 @@ def run(quick: bool = False) -> results.Run:
         compiled = torch.compile(eager, dynamic=True)
         for C in widths:
             M = rows_for(C)
-            cfg = W.config_for(C, dt)
+            cfg = op.config_for(C, dt)
             x = checks.random_tensor((M, C), tdt, "cuda")
             gamma = checks.random_tensor((C,), tdt, "cuda")
             nbytes = traffic_bytes(M, C, x.element_size())
@@ -324,7 +289,7 @@ GOALS = (
 
 
 # ---------------------------------------------------------------------------------------------
-# rmsnorm_widths, rmsnorm_widths_bf16: the op's layout at every width (widths.py)
+# rmsnorm_widths, rmsnorm_widths_bf16: the op's layout at every width
 # ---------------------------------------------------------------------------------------------
 
 def _bandwidth_timing(fn, calls: int = 20, repeats: int = 3) -> timing.Timing:
@@ -366,13 +331,12 @@ def run_widths(quick: bool = False, dtype: str = "float16") -> results.Run:
     bandwidth measured in the same run. One width every 8 with ``quick``."""
     import torch
 
-    from . import widths as W
 
     runtime.require_gpu("the RMSNorm width sweep")
     t_start = time.time()
-    suite = W.SUITE if dtype == "float16" else W.SUITE_BF16
+    suite = WIDTHS_SUITE if dtype == "float16" else WIDTHS_SUITE_BF16
     prov = results.provenance(f"python -m tilelang_tutorial bench {suite}" + (" --quick" if quick else ""))
-    all_widths = W.WIDTHS[::8] if quick else W.WIDTHS
+    all_widths = EVERY_WIDTH[::8] if quick else EVERY_WIDTH
     tdt = getattr(torch, dtype)
     copy = timing.measure_copy_gbps()
     ceiling = {"name": "device-to-device copy (torch, read+write)", "value": copy, "unit": "GB/s"}
@@ -442,7 +406,6 @@ def _against_the_layout_kernel(kernel_name, k, C, config, reference_name, ceilin
     annotated kernel under the rule (raw launch, same inputs) as its reference."""
     import torch
 
-    from . import widths as W
 
     x = checks.random_tensor((LARGE_M, C), torch.float16, "cuda")
     gamma = checks.random_tensor((C,), torch.float16, "cuda")
@@ -452,7 +415,7 @@ def _against_the_layout_kernel(kernel_name, k, C, config, reference_name, ceilin
     cmp = _check(y, x, gamma, "float16")
     nbytes = traffic_bytes(LARGE_M, C)
     t = timing.measure(lambda: k(x, gamma, y, EPS))
-    ref_cfg = W.config_for(C)
+    ref_cfg = op.config_for(C)
     ref = op.build_rmsnorm_silu(C, "float16", config=ref_cfg)
     ref_ms = timing.measure(lambda: ref(x, gamma, y, EPS)).ms
     return results.make_record(
@@ -509,7 +472,6 @@ def _latency_record(C, liger, liger_note):
     would hide the host's work behind the flush (``timing`` explains)."""
     import torch
 
-    from . import widths as W
     from .dispatch import which_path
 
     tr = _triton()
@@ -547,7 +509,7 @@ def _latency_record(C, liger, liger_note):
         peers["liger"] = us_peer(lambda: liger(x, gamma), name=liger_note)
     rec = results.make_record(
         suite=SUITE, kernel="rmsnorm_silu", nbytes=traffic_bytes(SMALL_M, C),
-        config={"C": C, "kernel_config": W.config_for(C).as_dict(), "config_source": "rule",
+        config={"C": C, "kernel_config": op.config_for(C).as_dict(), "config_source": "rule",
                 "dispatch_path": which_path(C), "regime": "latency", "eps": EPS, "dynamic_m": True},
         shape={"name": f"M={SMALL_M}", "leading": [SMALL_M], "M": SMALL_M, "C": C}, dtype="float16",
         metric="latency", value=t.ms * 1e3, unit="us", latency_ms=t.ms, timing=t,
@@ -569,7 +531,6 @@ def _vae_records(cases):
     """VAE residual block end to end, eager norm vs the drop-in, fp16; plus the norm alone."""
     import torch
 
-    from . import widths as W
 
     from . import vae_block
     from .dispatch import which_path
@@ -593,7 +554,7 @@ def _vae_records(cases):
         rec = results.make_record(
             suite=SUITE, kernel="vae_block_e2e",
             config={"C": C, "conv": conv, "dispatch_path": which_path(C), "regime": "end-to-end",
-                    "kernel_config": W.config_for(C).as_dict(),
+                    "kernel_config": op.config_for(C).as_dict(),
                     "block": "norm+SiLU -> conv -> norm+SiLU -> conv -> +x (lessons/rmsnorm/vae_block.py)"},
             shape={"name": "BTHWC", "leading": list(lead), "M": x.numel() // C, "C": C}, dtype="float16",
             metric="end-to-end latency", value=fused_ms, unit="ms", latency_ms=fused_ms, timing=fused_t,

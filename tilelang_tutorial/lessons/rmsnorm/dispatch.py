@@ -44,9 +44,7 @@ TILELANG_PATH = NormPath("tilelang", "TileLang kernel for any C % 32 == 0 (lesso
                          _tilelang.rmsnorm_silu)
 
 #: The registry of existing fast paths, keyed by channel width. The Triton kernel was written for
-#: 96, 192 and 384; 96 left the registry when the TileLang kernel measured faster there at every
-#: size (H200, 2026-12-01: the compiled kernel's call 10.4-11.1 us against the Triton launch's
-#: 20.0-20.6 us at 1 to 16,384 rows, and 0.94 of the copy bandwidth at 2^20 rows).
+#: 96, 192 and 384; 96 is not registered because the TileLang kernel is faster there (05b, section 7).
 FAST_PATHS: dict[int, NormPath] = {192: _TRITON, 384: _TRITON}
 
 

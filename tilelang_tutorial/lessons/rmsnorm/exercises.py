@@ -583,8 +583,8 @@ def _stats_signature(program, C, dtype, res) -> bool:
 def _check_stats(factory, dtype, arch) -> ExerciseResult:
     res = ExerciseResult()
     what = "write the kernel first: factory(C, dtype) returning a T.prim_func(X, Rstd, eps)"
-    kernels = {}
-    for C in STATS_WIDTHS:
+    programs, kernels = {}, {}
+    for C in STATS_WIDTHS:                  # every width's tiles read before anything is compiled
         program = call_factory(res, factory, (C, dtype), what)
         if program is None:
             return res
@@ -596,6 +596,8 @@ def _check_stats(factory, dtype, arch) -> ExerciseResult:
                               f"columns: the spec asks for the row in chunks of at most {MAX_CHUNK} columns (a loop "
                               f"over k, each chunk X[rows, k * block_C:(k + 1) * block_C]), so that a thread's "
                               f"registers do not grow with C")
+        programs[C] = program
+    for C, program in programs.items():
         kernel = compile_or_fail(res, program, arch)
         if kernel is None:
             return res

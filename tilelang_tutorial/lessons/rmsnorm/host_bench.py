@@ -1,5 +1,5 @@
 """Suite ``rmsnorm_host``: what the drop-in ``fused_rmsnorm_silu`` costs per call, against the
-compiled kernel it runs and against eager torch (issue 24, goal 1), on the GPU.
+compiled kernel it runs and against eager torch, on the GPU.
 
 For every M in {1, 2048, 16384} and C in {96, 160, 320, 640, 1024, 4096, 8192} (fp16), timed back
 to back with host time counted (:func:`tilelang_tutorial.host_cost.measure_record`, two methods

@@ -92,52 +92,36 @@ def vectors_per_thread(C: int, group: int) -> int:
 MAX_VECTORS_PER_LANE = 5
 #: the fewest lanes per row under the rule: 4 lanes move 64 contiguous bytes of a row per load
 MIN_GROUP = 4
-#: the most vectors a lane of a padded row holds where the rule halves the group (below)
+#: the most vectors a lane holds where the rule halves the group of a badly padded row
 MAX_VECTORS_PADDED_ROW = 7
 
 
 def default_config(C: int, dtype: str = "float16") -> RMSNormSiLUConfig:
-    """The layout the op uses at width C: a rule, fitted to the H200 timings of 28 widths from 32
-    to 8192 in fp16 and bf16 (``sweep rmsnorm_candidates``, the log in ``measurements/`` beside
-    this module), then of the padded widths (``docs/measurements/2026-12-03``), and recorded at
-    every width (suites ``rmsnorm_widths``).
-
-    * group: the smallest power of two of at least ``MIN_GROUP`` lanes (half the row's vectors for
-      rows of fewer than 8) that leaves each lane at most ``MAX_VECTORS_PER_LANE`` vectors; the
-      smallest such group pads the row least;
-    * 256 threads per block (or the group, when a row needs more lanes than that);
-    * the fast sigmoid (one approximate reciprocal instead of an IEEE division);
-    * registers capped for 4 blocks per SM (64 per thread) where a lane holds 5 vectors, or 4 with
-      the row padded by less than a tenth; for 5 blocks (48 per thread) where it holds 3, or 4 with
-      more padding: more blocks in flight make up for the idle lanes of a padded last round --
-      but for 4 in fp16 on 256 lanes of 4 vectors (C = 7200 to 7360), whose build spills 16 bytes
-      under the 5-block cap (0.89-0.91 of copy; 0.92-0.94 under 4, ``docs/measurements/2026-12-03b``);
-      and for 5 in bf16 on 256 lanes of 4 vectors with the row up to 0.92 filled (C = 7392 to 7520:
-      0.94-0.95 of copy against 0.90-0.92 under 4, ``docs/measurements/2026-12-03c``);
-    * except on rows that group leaves more than a tenth empty, where half the group, each lane
-      holding at most ``MAX_VECTORS_PADDED_ROW`` vectors, ran faster: 256 lanes of 4 vectors
-      (C = 6176 to 7168) become 128 lanes of 7, capped for 3 blocks (85 registers, no spill; fp16
-      0.89 of copy -> 0.92 at 6176); and in bf16, lanes of 3 vectors become half as many lanes of
-      6, capped for 4 blocks (0.89 -> 0.94 at 5152: twice the bytes in flight per lane).
+    """The layout at width C. The rule: the smallest power-of-two group of at least ``MIN_GROUP``
+    lanes that leaves each lane at most ``MAX_VECTORS_PER_LANE`` 16-byte vectors, 256 threads a
+    block, the fast sigmoid, and registers capped for 5 blocks per SM where a lane holds 3 vectors
+    (or 4 of a padded row), for 4 otherwise. Two exceptions, each measured faster (one line each
+    below): half the group on a row padded by more than a tenth, and the cap on 256 lanes of 4.
     """
     check_channel_width(C)
     n_vec = C // VEC
-    smallest = min(MIN_GROUP, n_vec // 2)
-    group = next(g for g in valid_groups(C) + [1 << 10] if g >= smallest and -(-n_vec // g) <= MAX_VECTORS_PER_LANE)
-    per_lane = -(-n_vec // group)
+    group = next(g for g in valid_groups(C) + [1 << 10]
+                 if g >= min(MIN_GROUP, n_vec // 2) and vectors_per_thread(C, g) <= MAX_VECTORS_PER_LANE)
+    per_lane = vectors_per_thread(C, group)
     filled = n_vec / (per_lane * group)
-    half = group // 2
-    if filled < 0.9 and half >= MIN_GROUP and -(-n_vec // half) <= MAX_VECTORS_PADDED_ROW:
-        if group == 256 and per_lane == 4:
-            return RMSNormSiLUConfig(group=half, threads=256, rows_per_thread=1, fast_sigmoid=True, min_blocks=3)
-        if dtype == "bfloat16" and per_lane == 3:
-            return RMSNormSiLUConfig(group=half, threads=256, rows_per_thread=1, fast_sigmoid=True, min_blocks=4)
-    # fp16 on 256 lanes of 4 vectors: the 5-block cap spills (16 bytes; bf16's build does not)
-    spills_under_five = dtype == "float16" and group == 256 and per_lane == 4
+    # A row over a tenth empty, on 256 lanes of 4 or (bf16) lanes of 3: half as many lanes, each with
+    # twice the vectors in flight, capped where the longer lanes do not spill.
+    halve = (group == 256 and per_lane == 4) or (dtype == "bfloat16" and per_lane == 3)
+    if (halve and filled < 0.9 and group // 2 >= MIN_GROUP
+            and vectors_per_thread(C, group // 2) <= MAX_VECTORS_PADDED_ROW):
+        return RMSNormSiLUConfig(group=group // 2, threads=256, rows_per_thread=1, fast_sigmoid=True,
+                                 min_blocks=3 if per_lane == 4 else 4)
+    # 256 lanes of 4: fp16's build spills under the 5-block cap; bf16 counts as padded up to 0.92 filled.
     padded = filled < (0.92 if dtype == "bfloat16" and group == 256 else 0.9)
-    min_blocks = 5 if per_lane == 3 or (per_lane == 4 and padded and not spills_under_five) else 4
+    spills_under_five = dtype == "float16" and group == 256 and per_lane == 4
+    five = per_lane == 3 or (per_lane == 4 and padded and not spills_under_five)
     return RMSNormSiLUConfig(group=group, threads=max(256, group), rows_per_thread=1, fast_sigmoid=True,
-                             min_blocks=min_blocks)
+                             min_blocks=5 if five else 4)
 
 
 def check_channel_width(C: int) -> None:

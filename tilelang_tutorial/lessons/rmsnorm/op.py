@@ -2,7 +2,7 @@
 
 :mod:`.kernel` holds the kernels (notebook 05's cells) and the layout rule; this module picks a
 layout for each width (:func:`config_for`: the rule, or warp segments (:mod:`.warp_segments`) in
-the bf16 bands where they were measured faster), compiles each (C, dtype, layout) once, checks the
+three bf16 bands), compiles each (C, dtype, layout) once, checks the
 inputs once per key and launches (:func:`_call`). :func:`rmsnorm_silu_from` is the same op built
 from another kernel factory (notebook 05 passes it the reader's kernel cell).
 """
@@ -15,8 +15,7 @@ from ... import runtime
 from ...checks import check_tensor, first_problem
 from .kernel import (CHANNEL_MULTIPLE, CONFIG_FIELDS, DEFAULT_EPS, RMSNormSiLUConfig, check_channel_width,
                      default_config, rmsnorm_silu_program)
-from .warp_segments import (SEGMENT_CONFIG_FIELDS, WarpSegmentConfig, segment_config,
-                            warp_segment_rmsnorm_silu_program)
+from .warp_segments import SEGMENT_CONFIG_FIELDS, WarpSegmentConfig, warp_segment_rmsnorm_silu_program
 
 
 def op_program(C: int, dtype: str, config):
@@ -49,12 +48,22 @@ def build_rmsnorm_silu(C: int, dtype: str = "float16", config: RMSNormSiLUConfig
     return _build(C, dtype, config or config_for(C, dtype), arch or runtime.current_arch())
 
 
-def config_for(C: int, dtype: str = "float16"):
-    """The layout the op uses for width C: warp segments in the bf16 bands where they were measured
-    faster (:data:`.warp_segments.SEGMENT_BANDS`, notebook 05b), the rule (:func:`default_config`)
-    everywhere else."""
-    return segment_config(C, dtype) or default_config(C, dtype)
+#: (dtype, first C, last C, layout): the bf16 bands where every power-of-two group pads the row badly
+#: and whole warps per row (:mod:`.warp_segments`) were measured faster than the rule.
+SEGMENT_BANDS = (
+    ("bfloat16", 3104, 3168, WarpSegmentConfig(warps=3, rows_per_block=2, min_blocks=6)),
+    ("bfloat16", 4128, 4256, WarpSegmentConfig(warps=3, rows_per_block=2, min_blocks=5)),
+    ("bfloat16", 6176, 6400, WarpSegmentConfig(warps=5, rows_per_block=1, min_blocks=6)),
+)
 
+
+def config_for(C: int, dtype: str = "float16"):
+    """The layout the op builds for width C: warp segments inside a band of :data:`SEGMENT_BANDS`,
+    the row-group rule (:func:`.kernel.default_config`) everywhere else."""
+    for band_dtype, first, last, segments in SEGMENT_BANDS:
+        if dtype == band_dtype and first <= C <= last:
+            return segments
+    return default_config(C, dtype)
 
 
 def _dtype_name(t) -> str:

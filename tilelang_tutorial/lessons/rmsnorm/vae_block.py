@@ -16,9 +16,8 @@ drop-in's contract. ``conv="2d"`` folds T into the batch and uses 3x3 convolutio
 ``norm="fused"`` uses :func:`.dispatch.fused_rmsnorm_silu` (GPU, fp16/bf16),
 which takes the Triton path for C in {192, 384} and the TileLang kernel otherwise.
 
-Shapes: a decoder for 720x1280 video runs its stages at 1/8, 1/4, 1/2 and full resolution
-(:data:`STAGES_720P`); ``stage_shape`` gives (B, T, H, W, C) for one stage, with a small frame
-chunk so that a block fits comfortably in memory. ``tiny_shape`` is the CPU smoke-test size.
+The benchmark (:mod:`.bench`, ``VAE_CASES``) runs it on stages of a 720x1280 decoder, two frames
+a chunk.
 """
 from __future__ import annotations
 
@@ -26,21 +25,6 @@ import math
 
 import torch
 import torch.nn.functional as F
-
-#: (height, width) of each decoder stage for 720x1280 output video.
-STAGES_720P = {"1/8": (90, 160), "1/4": (180, 320), "1/2": (360, 640), "1/1": (720, 1280)}
-
-
-def stage_shape(channels: int, stage: str = "1/2", frames: int = 2, batch: int = 1) -> tuple[int, ...]:
-    """(B, T, H, W, C) of one decoder stage of a 720x1280 video VAE, ``frames`` frames per chunk."""
-    h, w = STAGES_720P[stage]
-    return (batch, frames, h, w, channels)
-
-
-def tiny_shape(channels: int = 32) -> tuple[int, ...]:
-    """A CPU-sized (B, T, H, W, C): same structure, ~1e4 positions."""
-    return (1, 2, 12, 20, channels)
-
 
 def eager_norm_silu(x, gamma, eps: float = 1e-5):
     """The eager baseline: torch's RMSNorm over the last dim, then SiLU."""
@@ -110,10 +94,10 @@ class VAEResBlock(torch.nn.Module):
         return x + h
 
 
-def make_block_and_input(channels: int, shape=None, *, conv: str = "3d", dtype=torch.float16,
+def make_block_and_input(channels: int, shape, *, conv: str = "3d", dtype=torch.float16,
                          device="cuda", seed: int = 0):
     """A block with random weights and a fresh random input of ``shape`` (B, T, H, W, C)."""
-    shape = tuple(shape) if shape is not None else stage_shape(channels)
+    shape = tuple(shape)
     if shape[-1] != channels:
         raise ValueError(f"shape {shape} must end with C = {channels}")
     block = VAEResBlock(channels, conv=conv, dtype=dtype, device=device, seed=seed)

@@ -13,8 +13,8 @@ Tile: ``(block_m, warps, L)`` with ``L = 32 x V x 8`` columns a segment, ``V`` v
 warp ``w`` of row ``i`` holds columns ``w L ... w L + L - 1``, lane ``t`` of it the vectors
 ``t, t + 32, ...`` of that segment. Columns past C are read as 0 and never stored.
 
-The op uses it only where it was measured faster than the power-of-two rule
-(:func:`.op.config_for`, recorded by the width suites); notebook 05b builds and reads it.
+The op uses it only in the bf16 bands where it was measured faster than the power-of-two rule
+(:func:`.op.config_for`); notebook 05b builds and reads it.
 """
 # No `from __future__ import annotations`: T.prim_func evaluates the kernel's annotations.
 from dataclasses import dataclass
@@ -161,22 +161,3 @@ def warp_segment_rmsnorm_silu_program(C: int, dtype: str, config: WarpSegmentCon
                     Y[bx * block_m + i, w * L + j] = y[i, w, j]
 
     return main
-
-
-#: Where the op uses warp segments instead of the power-of-two rule: (dtype, first C, last C, layout),
-#: each band measured on the H200 against the rule in two rounds (docs/measurements/2026-12-03c:
-#: bf16 3104-3168 0.93-0.94 of copy against 0.90-0.92, 4128-4256 0.92-0.95 against 0.90-0.93,
-#: 6176-6400 0.94-0.95 against 0.89-0.92) and then recorded by the width suite with the rest.
-SEGMENT_BANDS = (
-    ("bfloat16", 3104, 3168, WarpSegmentConfig(warps=3, rows_per_block=2, min_blocks=6)),
-    ("bfloat16", 4128, 4256, WarpSegmentConfig(warps=3, rows_per_block=2, min_blocks=5)),
-    ("bfloat16", 6176, 6400, WarpSegmentConfig(warps=5, rows_per_block=1, min_blocks=6)),
-)
-
-
-def segment_config(C: int, dtype: str):
-    """The warp-segment layout the op uses at (C, dtype), or None where it uses the rule."""
-    for band_dtype, first, last, config in SEGMENT_BANDS:
-        if dtype == band_dtype and first <= C <= last:
-            return config
-    return None
