@@ -50,7 +50,7 @@ def test_kernel_cells_equal_the_package(path):
 def test_no_source_slicing(path):
     for i, c in enumerate(json.loads(committed(path))["cells"]):
         src = "".join(c["source"])
-        assert "inspect.getsource" not in src, f"{path.name} cell {i} prints source instead of defining it"
+        assert c["cell_type"] != "code" or "inspect.getsource" not in src, f"{path.name} cell {i} prints source instead of defining it"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
