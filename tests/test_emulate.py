@@ -734,3 +734,50 @@ def test_speed_small_kernels_are_cheap():
     print(f"copy_scale 70x100: {ms:.2f} ms", file=out)
     print(out.getvalue())
     assert ms < 100
+
+
+def test_pipeline_stages_count_towards_the_shared_memory_limit():
+    """A T.Pipelined loop keeps one copy per stage of each tile it fills from global memory: 64 KiB
+    of tiles fit sm_90a's 227 KiB with 3 stages (192 KiB) and not with 4 (256 KiB), which the GPU's
+    launch would refuse; the emulator names it in one line before running."""
+    import emulator_corpus as EC
+    from tilelang_tutorial.emulate import checks as emulate_checks
+
+    def program(stages):
+        return EC.pipelined_gemm(128, 128, 256, block_M=128, block_N=128, block_K=128, stages=stages)
+
+    a, b = torch.randn(128, 256).half(), torch.randn(256, 128).half()
+    c = torch.zeros(128, 128)
+    emulate.run(program(3), a, b, c, arch="sm_90a")
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-2)
+    [(_, total, buffers)] = emulate_checks.shared_bytes(program(3))
+    assert total == 3 * 64 * 1024 and sorted(k for _, _, k in buffers) == [3, 3]
+    with pytest.raises(emulate.LimitExceeded) as e:
+        emulate.run(program(4), a, b, torch.zeros(128, 128), arch="sm_90a")
+    msg = str(e.value)
+    assert "\n" not in msg and "262144 bytes" in msg and "x 4 stages" in msg and "232448" in msg, msg
+    assert "the launch would fail" in msg, msg
+
+
+def test_a_shared_buffer_written_from_registers_in_a_pipelined_loop_keeps_one_copy():
+    """Only tiles filled from global memory get a copy per stage (a fragment copied into shared
+    memory inside the loop is produced and used in one stage): the estimate stays a lower bound."""
+    import tilelang.language as T
+
+    from tilelang_tutorial.emulate import checks as emulate_checks
+
+    @T.prim_func
+    def staged(X: T.Tensor((64, 256), "float16"), Y: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            x_shared = T.alloc_shared((64, 64), "float16")
+            y_shared = T.alloc_shared((64, 64), "float16")
+            frag = T.alloc_fragment((64, 64), "float16")
+            for k in T.Pipelined(4, num_stages=2):
+                T.copy(X[0, k * 64], x_shared)
+                T.copy(x_shared, frag)
+                T.copy(frag, y_shared)
+            T.copy(y_shared, Y)
+
+    [(_, total, buffers)] = emulate_checks.shared_bytes(staged)
+    assert dict((name, k) for name, _, k in buffers) == {"x_shared": 2, "y_shared": 1}
+    assert total == 3 * 64 * 64 * 2

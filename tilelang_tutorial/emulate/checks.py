@@ -492,8 +492,49 @@ class LimitExceeded(EmulationError):
 MAX_THREADS_PER_BLOCK = 1024
 
 
+def pipelined_loops(body) -> list:
+    """``[(num_stages, {shared buffer name: copies})]`` for each ``T.Pipelined`` loop with
+    ``num_stages`` > 1: every shared buffer the loop touches is live through it, and TileLang's
+    pipelining gives each one a copy from global memory fills ``num_stages`` copies (the loads of
+    the next tiles run while the current ones are used); the others keep one."""
+    from tvm import tirx as tir
+    from tvm.tirx.stmt_functor import post_order_visit
+    from . import encoding as E
+
+    loops = []
+
+    def touched(loop) -> dict:
+        names, filled = set(), set()
+
+        def visit(n):
+            if isinstance(n, (tir.BufferLoad, tir.BufferStore)) and n.buffer.scope() in E.SHARED_SCOPES:
+                names.add(n.buffer.name)
+            elif isinstance(n, tir.Call) and E.op_name(n) in E.COPY_OPS and len(n.args) >= 2:
+                try:
+                    src, dst = E.decode_region(n.args[0], "copy"), E.decode_region(n.args[1], "copy")
+                except Exception:  # noqa: BLE001 (a form the limit check need not understand)
+                    return
+                if src.buffer.scope() == "global" and dst.buffer.scope() in E.SHARED_SCOPES:
+                    filled.add(dst.buffer.name)
+        post_order_visit(loop.body, visit)
+        return {name: name in filled for name in names | filled}
+
+    def visit_loop(n):
+        if isinstance(n, tir.For) and n.annotations is not None and "num_stages" in n.annotations:
+            stages = int(n.annotations["num_stages"])
+            if stages > 1:
+                loops.append((stages, {name: stages if filled else 1 for name, filled in touched(n).items()}))
+    post_order_visit(body, visit_loop)
+    return loops
+
+
 def shared_bytes(func) -> list:
-    """Per T.Kernel: (threads, bytes of the shared buffers it allocates, [(name, bytes)])."""
+    """Per T.Kernel: (threads, bytes of shared memory it needs at least, [(name, bytes, copies)] of
+    the buffers behind that figure). The figure is the larger of every buffer allocated once and,
+    per ``T.Pipelined`` loop, the buffers live through it with one copy per stage of those filled
+    from global memory (:func:`pipelined_loops`). It is a lower bound: TileLang may also reuse the
+    memory of buffers whose lifetimes do not overlap, which is why buffers outside a loop do not count
+    towards it."""
     from tvm import tirx as tir
     from .analysis import walk
     from . import encoding as E
@@ -502,7 +543,7 @@ def shared_bytes(func) -> list:
 
     def kernel_info(body):
         threads = [None]
-        bufs = []
+        sizes = {}
 
         def fn(n):
             if isinstance(n, tir.SBlock):
@@ -515,16 +556,20 @@ def shared_bytes(func) -> list:
                             elems = int(np.prod([int(s) for s in b.shape]))
                         except TypeError:
                             continue
-                        bits = tvm_bits(b.dtype)
-                        bufs.append((b.name, elems * bits // 8))
+                        sizes[b.name] = elems * tvm_bits(b.dtype) // 8
         walk(body, fn)
-        return threads[0], bufs
+        best = [(name, size, 1) for name, size in sizes.items()]
+        for _, copies in pipelined_loops(body):
+            live = [(name, sizes[name], k) for name, k in copies.items() if name in sizes]
+            if sum(size * k for _, size, k in live) > sum(size * k for _, size, k in best):
+                best = live
+        return threads[0], best
 
     def rec(n):
         if isinstance(n, tir.For) and int(n.kind) == int(tir.ForKind.THREAD_BINDING) \
                 and n.thread_binding is not None and n.thread_binding.thread_tag.startswith("blockIdx"):
             t, bufs = kernel_info(n)
-            out.append((t, sum(b for _, b in bufs), bufs))
+            out.append((t, sum(size * k for _, size, k in bufs), bufs))
             return
         from .analysis import children
         for c in children(n):
@@ -581,8 +626,9 @@ def check_limits(func, name: str, arch: str | None) -> None:
                                     f"{MAX_THREADS_PER_BLOCK} threads per block (every NVIDIA GPU); the launch "
                                     "would fail")
         if info is not None and total > info.smem_per_block:
-            top = ", ".join(f"{b} {s // 1024} KiB" for b, s in sorted(bufs, key=lambda t: -t[1])[:3])
-            raise LimitExceeded(f"{name}{nk}: its shared memory buffers need {total} bytes ({total / 1024:.0f} KiB: "
+            top = ", ".join(f"{b} {s // 1024} KiB" + (f" x {k} stages" if k > 1 else "")
+                            for b, s, k in sorted(bufs, key=lambda t: -t[1] * t[2])[:3])
+            raise LimitExceeded(f"{name}{nk}: its shared memory buffers need at least {total} bytes ({total / 1024:.0f} KiB: "
                                 f"{top}) per block, more than the {info.smem_per_block} bytes "
                                 f"({info.smem_per_block / 1024:.0f} KiB) one block may use on {arch} "
-                                f"({info.label}); use smaller tiles or fewer pipeline stages")
+                                f"({info.label}): the launch would fail; use smaller tiles or fewer pipeline stages")
