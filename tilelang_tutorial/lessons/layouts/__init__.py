@@ -39,6 +39,8 @@ def exercise_cases():
                      WrongAnswer("padding the first dimension", wrong.transpose_padded_rows, "the first dimension"),
                      WrongAnswer("read not transposed", wrong.transpose_untransposed_read, "untransposed"),
                      WrongAnswer("block offsets not swapped", wrong.transpose_blocks_not_swapped, "were never written"),
+                     WrongAnswer("a grid of N // block blocks", wrong.transpose_grid_drops_partial_tiles,
+                                 "drops the last, partial tile"),
                  )),
     ]
 

@@ -1,4 +1,6 @@
-"""Notebook 03's exercises: shared-memory bank conflicts, predicted and then removed in a kernel.
+"""Notebook 03's checks: of section 6's transpose (:func:`check_transpose`, one function for the
+notebook and the mutation tests) and of its exercises, on shared-memory bank conflicts, predicted
+and then removed in a kernel.
 
 1. **Predict the conflict table** of a 32×32 fp16 tile (64-byte rows: two rows per 128-byte line)::
 
@@ -17,14 +19,15 @@
    is conflict-free (padding or a layout annotation: the reader's choice), and the kernel still
    transposes. ``check_transpose_layout(factory)`` counts the bank
    conflicts of the kernel's own read (:func:`tilelang_tutorial.layouts.shared_reads`, layout
-   inference only) and runs it against torch on a ragged shape (the GPU, or the emulator).
+   inference only) and runs it against torch on both of
+   :data:`tilelang_tutorial.checks.RAGGED_SHAPES` (the GPU, or the emulator).
 
 Solutions: ``solutions/`` in this lesson's folder; :func:`answer_button` shows an answer only when
 the reader clicks for it.
 """
 import numpy as np
 
-from ... import layouts
+from ... import checks, layouts
 from ...layouts.banks import _offset_fn
 from ...layouts.inference import BANK_BYTES, NUM_BANKS
 from ...exercise_kit import ExerciseResult, not_attempted
@@ -138,9 +141,9 @@ def _check_table(prediction) -> ExerciseResult:
 # Exercise 2: a conflict-free transpose
 # ------------------------------------------------------------------------------------------------
 
-#: the checked shape: ragged in both dimensions (200 = 3 x 64 + 8, 136 = 2 x 64 + 8), so a block
-#: written to the wrong place or a missing bounds check shows up
-TRANSPOSE_SHAPE = (200, 136)
+#: the checked shapes: ragged in both dimensions for every block size (200 x 136 and 72 x 264), so a
+#: block written to the wrong place, a grid that misses a partial tile or a missing bounds check shows up
+TRANSPOSE_SHAPES = checks.RAGGED_SHAPES
 
 
 def _starter_transpose(M, N, block=64, threads=128, dtype="float32"):
@@ -202,6 +205,42 @@ def _misplaced_blocks(out, a, block=64) -> str | None:
     return None
 
 
+def _run_transposes(res: ExerciseResult, factory, dtype: str, first_kernel=None) -> ExerciseResult:
+    """Compile ``factory(M, N)`` and check ``B == A.T`` exactly on every shape of
+    :data:`TRANSPOSE_SHAPES` (``first_kernel``: the first shape's, already compiled)."""
+    import torch
+
+    from ... import runtime
+    from ...exercise_kit import call_factory, compile_or_fail, run_and_compare
+    from ..tiles.exercises import unwritten_transpose_hint
+
+    device = runtime.mode().device
+    for k, (M, N) in enumerate(TRANSPOSE_SHAPES):
+        kernel = first_kernel if k == 0 and first_kernel is not None else None
+        if kernel is None:
+            program = call_factory(res, factory, (M, N), "a factory (M, N) -> T.prim_func: the transpose")
+            kernel = None if program is None else compile_or_fail(res, program, runtime.current_arch())
+            if kernel is None:
+                return res
+        a = checks.random_tensor((M, N), getattr(torch, dtype), device)
+        b = checks.poisoned((N, M), getattr(torch, dtype), device)
+        run_and_compare(res, kernel, (a, b), a.float().T, tolerance=0.0,
+                        what=f"torch's A.T on a {M} x {N} {dtype} matrix (a multiple of no block size)",
+                        hint_unwritten=unwritten_transpose_hint, extra_check=lambda out, a=a: _misplaced_blocks(out, a))
+        if not res.ok:
+            break
+    return res
+
+
+def check_transpose(factory, *, verbose: bool = True) -> ExerciseResult:
+    """Check section 6's ``factory(M, N) -> T.prim_func`` (fp16, its default): ``B == A.T`` exactly,
+    on both ragged shapes, outputs poisoned. Prints and returns the result."""
+    res = _run_transposes(ExerciseResult(), factory, "float16")
+    if verbose:
+        print(res)
+    return res
+
+
 def check_transpose_layout(factory, *, verbose: bool = True) -> ExerciseResult:
     """Check ``factory(M, N) -> T.prim_func``: conflict-free column reads of its shared tile, and
     ``B == A.T`` on a ragged shape. Prints and returns the result."""
@@ -212,13 +251,11 @@ def check_transpose_layout(factory, *, verbose: bool = True) -> ExerciseResult:
 
 
 def _check_transpose(factory) -> ExerciseResult:
-    import torch
-
-    from ... import checks, runtime
-    from ...exercise_kit import call_factory, compile_or_fail, quiet_tilelang, run_and_compare
+    from ... import runtime
+    from ...exercise_kit import call_factory, compile_or_fail, quiet_tilelang
 
     res = ExerciseResult()
-    M, N = TRANSPOSE_SHAPE
+    M, N = TRANSPOSE_SHAPES[0]
     program = call_factory(res, factory, (M, N), "a factory (M, N) -> T.prim_func: the transpose, with "
                            "A_shared laid out so that reading it down its columns is conflict-free")
     if program is None:
@@ -258,12 +295,7 @@ def _check_transpose(factory) -> ExerciseResult:
     kernel = compile_or_fail(res, program, arch)
     if kernel is None:
         return res
-    device = runtime.mode().device
-    a = checks.random_tensor((M, N), torch.float32, device)
-    b = checks.poisoned((N, M), torch.float32, device)
-    run_and_compare(res, kernel, (a, b), a.float().T, tolerance=0.0, what="torch's A.T",
-                    hint_unwritten="some blocks of B were never written: block (by, bx) of A goes to block (bx, by) of B",
-                    extra_check=lambda out: _misplaced_blocks(out, a))
+    _run_transposes(res, factory, "float32", first_kernel=kernel)
     if res.ok and not runtime.mode().can_run:
         res.skipped("NOT CHECKED here: the emulator runs your program's logic, not its shared-memory addressing "
                     "(padding and swizzles are invisible to it); on a GPU this check runs the compiled kernel")

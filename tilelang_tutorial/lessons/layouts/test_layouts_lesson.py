@@ -172,6 +172,18 @@ def test_transpose_is_exact_in_the_emulator_and_its_bug_is_caught():
         assert checks.compare(b, a.float().T, tolerance=0.0).ok is ok
 
 
+def test_section_6_check_passes_the_kernel_and_names_a_grid_that_drops_the_partial_tiles():
+    """The notebook's check of its transpose cell (the mutation tests' too), on both ragged shapes."""
+    from tilelang_tutorial import checks
+    from tilelang_tutorial.lessons.layouts import exercises, wrong_answers
+
+    res = exercises.check_transpose(programs.transpose_program, verbose=False)
+    assert res.ok and res.numerics_checked, str(res)
+    assert all(f"{m} x {n}" in str(res) for m, n in checks.RAGGED_SHAPES), str(res)
+    res = exercises.check_transpose(wrong_answers.section6_grid_drops_partial_tiles, verbose=False)
+    assert not res.ok and "drops the last, partial tile" in str(res), str(res)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 @pytest.mark.parametrize("options", [{}, {"swizzle": True}, {"pad": 1}, {"pad": 2}, {"pad": 8}])

@@ -32,3 +32,10 @@ transpose_untransposed_read = mutated(conflict_free_transpose, ("A_shared[j, i]"
 #: conflict-free padding, but block (by, bx) of A written to block (by, bx) of B
 transpose_blocks_not_swapped = mutated(conflict_free_transpose,
                                        ("B[bx * block, by * block]", "B[by * block, bx * block]"))
+#: conflict-free padding, but a grid of N // block x M // block blocks: the partial tiles never moved
+transpose_grid_drops_partial_tiles = mutated(conflict_free_transpose,
+                                             ("T.Kernel(T.ceildiv(N, block), T.ceildiv(M, block)",
+                                              "T.Kernel(N // block, M // block"))
+#: section 6's kernel with the same grid: its check (both ragged shapes) must reject it too
+section6_grid_drops_partial_tiles = mutated(transpose_program, ("T.Kernel(T.ceildiv(N, block), T.ceildiv(M, block)",
+                                                                "T.Kernel(N // block, M // block"))
