@@ -48,14 +48,6 @@ EXACT_N = 1024    # a multiple of every power-of-two block up to 1024: no partia
 TRANSPOSE_SHAPES = checks.RAGGED_SHAPES
 
 
-def _ragged_label(shapes) -> str:
-    return " and ".join(f"{m} x {n}" for m, n in shapes) + " (multiples of no block size)"
-
-
-def _passed(res: ExerciseResult) -> bool:
-    return bool(res.ok) and res.numerics_checked
-
-
 # ------------------------------------------------------------------------------------------------
 # The kernel cells: copy-and-scale, row sum
 # ------------------------------------------------------------------------------------------------
@@ -93,8 +85,6 @@ def check_scale_copy(factory, *, shapes=checks.RAGGED_SHAPES, alpha: float | Non
                                    "alpha argument (the check draws it at random), not a value typed in")
         if not res.ok:
             break
-    if res.ok:
-        res.summary = f"alpha = {alpha} drawn at random; shapes {_ragged_label(shapes)}"
     if verbose:
         print(res)
     return res
@@ -336,17 +326,18 @@ def _transpose_symptom(got, a) -> str:
     return f"B != A.T in {len(rows)} of {N} rows of B (first: {rows[:4].tolist()})"
 
 
-def _unwritten_transpose_hint(b) -> str:
+def unwritten_transpose_hint(b) -> str:
     """Which part of B was never written, as the grid mistake that leaves it so."""
     unwritten = checks.poison_mask(b).cpu()
     rows, cols = unwritten.shape
     for block in (256, 128, 64, 32, 16):
-        edge = unwritten.clone()
-        edge[:rows // block * block, :cols // block * block] = False
-        if unwritten.any() and bool((unwritten == edge).all()) and bool(edge.sum() == (rows * cols - (rows // block * block) * (cols // block * block))):
-            return (f"exactly the partial tiles at B's ragged edges (rows {rows // block * block}.. or columns "
-                    f"{cols // block * block}..) were never written: a grid of n // {block} blocks drops the last, "
-                    f"partial tile; T.ceildiv(n, {block}) blocks cover it (and T.copy handles its bounds)")
+        full_rows, full_cols = rows // block * block, cols // block * block
+        edges = rows * cols - full_rows * full_cols        # the elements of the partial tiles
+        if full_rows and full_cols and edges and not unwritten[:full_rows, :full_cols].any() \
+                and int(unwritten.sum()) == edges:
+            return (f"exactly the partial tiles at B's ragged edges (rows {full_rows}.. or columns {full_cols}..) "
+                    f"were never written: a grid of n // {block} blocks drops the last, partial tile; "
+                    f"T.ceildiv(n, {block}) blocks cover it (and T.copy handles its bounds)")
     return ("check which block index walks which dimension (A's tile (by, bx) goes to B's tile (bx, by), bx "
             "walking A's columns) and that the grid covers every tile, the ragged ones too")
 
@@ -406,7 +397,7 @@ def _check_transpose(factory, shapes, dtype, arch) -> ExerciseResult:
         b = checks.poisoned((N, M), getattr(torch, dtype), dev)
         run_and_compare(res, kernel, (a, b), a.t().float(), tolerance=0.0,
                         what=f"A.T on a {M} x {N} matrix (a multiple of no block size)",
-                        hint_unwritten=_unwritten_transpose_hint,
+                        hint_unwritten=unwritten_transpose_hint,
                         extra_check=lambda got, a=a: _transpose_symptom(got, a))
         if not res.ok:
             break
