@@ -282,15 +282,23 @@ class Target:
         return generate(self.function, params=self.params, input_dtype=self.input_dtype)
 
 
+def verdict(res) -> tuple:
+    """An :class:`~tilelang_tutorial.exercise_kit.ExerciseResult` as ``(passed, detail)``: passed
+    when its verdict is ✔ (numbers not verified, the emulator refusing the kernel, is no pass)."""
+    passed = bool(res.ok) and (res.numerics_checked or res.cpu_only)
+    failing = [l for l in res.lines if l.startswith("✘")]
+    return passed, (failing[0] if failing else res.verdict)
+
+
+def result_check(checker) -> Callable[[Any], tuple]:
+    """A checker ``checker(answer, verbose=False) -> ExerciseResult`` (an exercise's, or a lesson's
+    check of a kernel cell) as a target's check."""
+    return lambda answer: verdict(checker(answer, verbose=False))
+
+
 def exercise_check(exercise) -> Callable[[Any], tuple]:
-    """The exercise's checker as a target's check: passed when its verdict is ✔ (a check whose
-    numbers were not verified, the emulator refusing the kernel, is no pass)."""
-    def check(answer):
-        res = exercise.check(answer, verbose=False)
-        passed = bool(res.ok) and (res.numerics_checked or res.cpu_only)
-        failing = [l for l in res.lines if l.startswith("✘")]
-        return passed, (failing[0] if failing else res.verdict)
-    return check
+    """The exercise's checker as a target's check."""
+    return result_check(exercise.check)
 
 
 def exercise_target(exercise, **options) -> Target:

@@ -1,26 +1,20 @@
 """Lesson 03's mutation targets (``python -m tilelang_tutorial mutants layouts``): the notebook's
 transpose kernel, checked as the notebook checks it (by the same function, exactly, against ``A.T``
 in the emulator, on both of :data:`tilelang_tutorial.checks.RAGGED_SHAPES`), and the exercise
-solutions written as factories, each through its checker. (The notebook's GEMM kernel cells are read for their layouts, never run: no numeric check
-to mutate against.)
+solutions written as factories, each through its checker. (The notebook's GEMM kernel cells are
+read for their layouts, never run: no numeric check to mutate against.)
 
 ``EQUIVALENT`` lists the mutants reviewed as giving the same results on every input, each with
 its reason (:mod:`tilelang_tutorial.mutants`)."""
-from ...mutants import Target, exercise_target
+from ...mutants import Target, exercise_target, result_check
 from .exercises import check_transpose
 from .programs import transpose_program
-
-
-def _check_transpose(factory):
-    res = check_transpose(factory, verbose=False)
-    failing = [line for line in res.lines if line.startswith("✘")]
-    return bool(res.ok) and res.numerics_checked, (failing[0] if failing else res.verdict)
 
 
 def targets():
     from . import exercise_cases
 
-    kernels = [Target("transpose_program", transpose_program, _check_transpose)]
+    kernels = [Target("transpose_program", transpose_program, result_check(check_transpose))]
     return kernels + [exercise_target(ex) for ex in exercise_cases() if callable(ex.solution)]
 
 

@@ -1,36 +1,27 @@
 """Lesson 01's mutation targets (``python -m tilelang_tutorial mutants tiles``): the kernels of the
-notebook's kernel cells, each checked as the notebook checks it (against its reference in the
-emulator, on :data:`tilelang_tutorial.checks.RAGGED_SHAPES`, through the same function the notebook
-calls), and the exercise solutions, each through its checker.
+notebook's kernel cells, each through the check the notebook runs on it (:mod:`.exercises`'
+``check_scale_copy`` and ``check_row_sum``: against the reference in the emulator, on ragged
+shapes), and the exercise solutions, each through its checker.
 
 ``EQUIVALENT`` lists the mutants reviewed as giving the same results on every input, each with
 its reason (:mod:`tilelang_tutorial.mutants`)."""
-from ...mutants import Target, exercise_target
+from ...mutants import Target, exercise_target, result_check
 from .exercises import check_row_sum, check_scale_copy
 from .row_sum import row_sum_program
 from .scale_copy import scale_copy_eager, scale_copy_program
 
-#: The value the notebook's examples once passed as alpha: the ``param`` rule types it in for
-#: ``alpha``, and the check (alpha drawn at random) must reject that.
+#: The value a reader might type in for the scale: the one notebook 01's first run passes.
 TYPED_ALPHA = 0.5
-
-
-def _verdict(check):
-    """A kernel cell's check (``check(factory, verbose=False) -> ExerciseResult``) as a target's check."""
-    def run(answer):
-        res = check(answer, verbose=False)
-        failing = [line for line in res.lines if line.startswith("✘")]
-        return bool(res.ok) and res.numerics_checked, (failing[0] if failing else res.verdict)
-    return run
 
 
 def targets():
     from . import exercise_cases
 
     kernels = [
-        Target("scale_copy_program", scale_copy_program, _verdict(check_scale_copy), params={"alpha": TYPED_ALPHA}),
-        Target("scale_copy_eager", scale_copy_eager, _verdict(check_scale_copy), params={"alpha": TYPED_ALPHA}),
-        Target("row_sum_program", row_sum_program, _verdict(check_row_sum)),
+        Target("scale_copy_program", scale_copy_program, result_check(check_scale_copy),
+               params={"alpha": TYPED_ALPHA}),
+        Target("scale_copy_eager", scale_copy_eager, result_check(check_scale_copy), params={"alpha": TYPED_ALPHA}),
+        Target("row_sum_program", row_sum_program, result_check(check_row_sum)),
     ]
     return kernels + [exercise_target(ex) for ex in exercise_cases() if callable(ex.solution)]
 
