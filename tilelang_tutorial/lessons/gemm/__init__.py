@@ -217,22 +217,8 @@ def flow_bugs():
                 old="acc[i, v] += T.cast(a_vals[u, i], accum_dtype) * T.cast(b_rows[u, v], accum_dtype)",
                 new="acc[i, v] += T.cast(a_vals[u, i], accum_dtype) * T.cast(b_rows[0, v], accum_dtype)",
                 what="GEMV: every unrolled row multiplied by the first row's B", until="### The last row"),
-        FlowBug("02b_gemm_in_depth.ipynb", "clamped_program", old="row0 = T.min(by * block_M, T.max(m - block_M, 0))",
-                new="row0 = T.min(by * block_M, T.max(m - block_M - 8, 0))",
-                what="clamped: the last row of tiles moved 8 rows too far up", until="#### Two boxes"),
-        FlowBug("02b_gemm_in_depth.ipynb", "two_box_program",
-                old="T.copy(C_local[SLICE:2 * SLICE, 0:block_N], C[bottom:bottom + SLICE, bx * block_N:(bx + 1) * block_N])",
-                new="T.copy(C_local[SLICE:2 * SLICE, 0:block_N], C[top:top + SLICE, bx * block_N:(bx + 1) * block_N])",
-                what="two boxes: the lower half of C stored at the upper box's rows", until="#### Short box"),
-        FlowBug("02b_gemm_in_depth.ipynb", "short_box_program",
-                old="T.copy(A[0:a_rows, k0:k0 + 64], A_shared[0:a_rows, 0:64])",
-                new="T.copy(A[0:a_rows, k0 + 64:k0 + 128], A_shared[0:a_rows, 0:64])",
-                what="short box: the first 64 columns of each step read from the second", until="#### Swapped"),
-        FlowBug("02b_gemm_in_depth.ipynb", "swapped_program", old="T.copy(B[ko * block_K, bx * block_N], B_shared)",
-                new="T.copy(B[ko * block_K, by * block_N], B_shared)",
-                what="swapped: B's tile taken from M's block index"),
     ]
 
 
 # the modules a notebook reaches through the lesson (lesson.exercises.check_..., ...)
-from . import configs, kernel, exercises, plots, reading, rule  # noqa: E402,F401
+from . import blackwell, configs, kernel, exercises, last_rows, plots, reading, rule  # noqa: E402,F401

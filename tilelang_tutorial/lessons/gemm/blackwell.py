@@ -10,15 +10,41 @@ picks ``tcgen05.mma`` only when
 * an mbarrier is passed (``mbar=``): the MMA is issued by one thread, runs asynchronously and
   reports completion there; ``T.gemm`` waits on it itself (phase = the loop step's parity).
 
-The differences from :func:`.kernel.gemm_relu_program` are the lines marked ``# sm_100a``.
-Compiled here on any machine (nvcc 13 knows sm_100a); no Blackwell GPU has run it for this
+:data:`tmem_variant` is :func:`.kernel.gemm_relu_program` with those lines changed (the lines
+marked ``# sm_100a``; ``last_rows.changes(tmem_variant)`` prints them), and
+:func:`gemm_relu_tmem_program` builds it with the tile the tensor memory fixes. Compiled here on any machine (nvcc 13 knows sm_100a); no Blackwell GPU has run it for this
 tutorial, so the lesson shows its generated code, not its numbers.
 """
 # No `from __future__ import annotations`: T.prim_func evaluates the kernel's annotations.
-import tilelang.language as T
+from .kernel import gemm_relu_program
+from .last_rows import variant_of
 
 #: The TCGEN5MMA tile this program uses: M = 128 rows = the 128 TMEM lanes.
 TMEM_LANES = 128
+
+_IN_KERNEL, _IN_LOOP = " " * 12, " " * 16
+
+#: notebook 02's kernel with its accumulator in tensor memory (knobs as :func:`gemm_relu_tmem_program` sets them)
+tmem_variant = variant_of(
+    gemm_relu_program, "tmem_variant", ("def gemm_relu_kernel(", "def gemm_relu_tmem_kernel("),
+    ("return gemm_relu_kernel", "return gemm_relu_tmem_kernel"),
+    ("C_local = T.alloc_fragment((block_M, block_N), accum_dtype)",
+     "\n".join(["C_tmem = T.alloc_tmem([block_M, block_N], accum_dtype)          # sm_100a: tensor memory",
+                _IN_KERNEL + "mma_done = T.alloc_barrier(1)                                     # sm_100a: MMA completion",
+                _IN_KERNEL + "C_local = T.alloc_fragment((block_M, block_N), accum_dtype)      # epilogue registers",
+                _IN_KERNEL + "C_shared = T.alloc_shared((block_M, block_N), in_dtype)"])),
+    (_IN_KERNEL + "T.clear(C_local)\n", ""),
+    ("T.gemm(A_shared, B_shared, C_local, policy=warp_policy)",
+     "# sm_100a: no T.clear for TMEM -- the first step overwrites, later steps add.\n"
+     + _IN_LOOP + "T.gemm(A_shared, B_shared, C_tmem, mbar=mma_done, clear_accum=ko == 0)"),
+    ("for i, j in T.Parallel(block_M, block_N):",
+     "T.copy(C_tmem, C_local)                                           # sm_100a: tcgen05.ld\n"
+     + _IN_KERNEL + "for i, j in T.Parallel(block_M, block_N):"),
+    ("\n".join(_IN_KERNEL + line for line in (
+        "if store_via_shared:", "    C_shared = T.alloc_shared((block_M, block_N), in_dtype)", "    T.copy(C_local, C_shared)",
+        "    T.copy(C_shared, C[by * block_M, bx * block_N])", "else:", "    T.copy(C_local, C[by * block_M, bx * block_N])")),
+     "\n".join(_IN_KERNEL + line for line in ("T.copy(C_local, C_shared)", "T.copy(C_shared, C[by * block_M, bx * block_N])"))),
+)
 
 
 def gemm_relu_tmem_program(M, N, K, block_N=128, block_K=64, num_stages=4, in_dtype="float16",
@@ -37,37 +63,9 @@ def gemm_relu_tmem_program(M, N, K, block_N=128, block_K=64, num_stages=4, in_dt
         raise TypeError(f"in_dtype must be float16 or bfloat16, got {in_dtype!r}")
     if not isinstance(K, int) or K < 1:
         raise ValueError(f"K must be a positive int (the first MMA is what initialises TMEM), got {K!r}")
-    block_M, threads = TMEM_LANES, 128
-    m = T.dynamic("m") if dynamic_m else M
-
-    @T.prim_func
-    def gemm_relu_tmem_kernel(
-        A: T.Tensor((m, K), in_dtype),
-        B: T.Tensor((K, N), in_dtype),
-        C: T.Tensor((m, N), in_dtype),
-    ):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(m, block_M), threads=threads) as (bx, by):
-            A_shared = T.alloc_shared((block_M, block_K), in_dtype)
-            B_shared = T.alloc_shared((block_K, block_N), in_dtype)
-            C_tmem = T.alloc_tmem([block_M, block_N], accum_dtype)          # sm_100a: tensor memory
-            mma_done = T.alloc_barrier(1)                                     # sm_100a: MMA completion
-            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)      # epilogue registers
-            C_shared = T.alloc_shared((block_M, block_N), in_dtype)
-
-            T.use_swizzle(swizzle_panel, order=swizzle_order, enable=swizzle_panel > 0)
-            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
-                T.copy(A[by * block_M, ko * block_K], A_shared)
-                T.copy(B[ko * block_K, bx * block_N], B_shared)
-                # sm_100a: no T.clear for TMEM -- the first step overwrites, later steps add.
-                T.gemm(A_shared, B_shared, C_tmem, mbar=mma_done, clear_accum=ko == 0)
-
-            T.copy(C_tmem, C_local)                                           # sm_100a: tcgen05.ld
-            for i, j in T.Parallel(block_M, block_N):
-                C_local[i, j] = T.max(C_local[i, j], 0)
-            T.copy(C_local, C_shared)
-            T.copy(C_shared, C[by * block_M, bx * block_N])
-
-    return gemm_relu_tmem_kernel
+    return tmem_variant(M, N, K, block_M=TMEM_LANES, block_N=block_N, block_K=block_K, num_stages=num_stages,
+                        threads=128, in_dtype=in_dtype, accum_dtype=accum_dtype, dynamic_m=dynamic_m,
+                        swizzle_panel=swizzle_panel, swizzle_order=swizzle_order)
 
 
 def build_gemm_relu_tmem(N: int, K: int, *, dtype: str = "float16", arch: str = "sm_100a", **knobs):

@@ -35,6 +35,19 @@ def test_clamped_kernel_writes_every_row_once_right(M):
     assert _run(last_rows.clamped_program, SMALL_M_TILES["m64n64k64s8"], M, 200, 192).ok
 
 
+def test_a_variant_is_notebook_02s_kernel_with_the_lines_it_changes():
+    diff = last_rows.changes(last_rows.clamped_program).splitlines()
+    assert "-                T.copy(A[by * block_M, ko * block_K], A_shared)" in diff
+    assert "+                T.copy(A[row0, ko * block_K], A_shared)" in diff
+    assert all(line[:1] in "+-" for line in diff) and len(diff) < 20, "only the changed lines"
+    with pytest.raises(ValueError, match="occurs 0 times"):
+        last_rows.variant_of(gemm.kernel.gemm_relu_program, "broken", ("no such line", ""))
+
+
+def test_the_clamped_kernel_stores_through_shared_memory_at_its_clamped_rows():
+    assert _run(last_rows.clamped_program, SMALL_M_TILES["m64n64k64s8"].replace(store_via_shared=True), 93, 200, 192).ok
+
+
 @pytest.mark.parametrize("M", [40, 65, 72, 88, 127, 128, 130, 300])
 def test_two_box_kernel_writes_every_row_right(M):
     assert _run(last_rows.two_box_program, SMALL_M_TILES["m128n64k64s6"], M, 200, 192).ok
@@ -85,7 +98,7 @@ def test_the_two_box_kernel_refuses_other_tiles_in_one_line():
     with pytest.raises(ValueError, match="block_M = 128"):
         last_rows.two_box_program(None, 256, 256, block_M=64, dynamic_m=True)
     with pytest.raises(ValueError, match="store_via_shared"):
-        last_rows.clamped_program(None, 256, 256, store_via_shared=True, dynamic_m=True)
+        last_rows.two_box_program(None, 256, 256, store_via_shared=True, dynamic_m=True)
     with pytest.raises(ValueError, match="last_rows must be one of"):
         last_rows.program_for("clamp")
 
