@@ -201,7 +201,7 @@ def test_shared_memory_limit_is_checked_before_running():
     with pytest.raises(emulate.LimitExceeded) as e:
         emulate.run(EC.limit_shared_gemm(), a, a, torch.zeros(1024, 1024))
     msg = str(e.value)
-    assert "\n" not in msg and "524288 bytes" in msg and "232448" in msg and "sm_90a" in msg, msg
+    assert "\n" not in msg and "1048576 bytes" in msg and "232448" in msg and "sm_90a" in msg, msg
     # a smaller architecture's limit is named too
     with pytest.raises(emulate.LimitExceeded, match="sm_86"):
         emulate.run(EC.pipelined_gemm(64, 64, 64, block_M=128, block_N=128, block_K=128, dtype="float32"),
