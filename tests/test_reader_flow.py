@@ -6,8 +6,8 @@ edited and executed (in this machine's mode: the emulator without a GPU) in a fr
 code cell from the edited kernel cell up to the bug's ``until`` heading (its scope), and, before
 the kernel cell, only the cells that define a name the scope reads (directly or through another
 such cell) and the set-up cell. Every code cell in the scope after the kernel cell is then read:
-no passing verdict, and at least one failing one. A cell that must use the package's copy of a
-kernel says so on its first line and is not read.
+none may pass (a ✔, OK or PASSED with no ✘, FAIL or error beside it), at least one must fail. A
+cell that must use the package's copy of a kernel says so on its first line and is not read.
 """
 from __future__ import annotations
 
@@ -239,7 +239,15 @@ def check_flow(bug, kernel):
     errors = {i: [o["ename"] for o in notebook.cells[i].get("outputs", []) if o.get("output_type") == "error"] for i in run}
     broken = [f"cell {i}: {_text(notebook.cells[i]).strip()[-300:]}" for i in run if i < index and errors[i]]
     assert not broken, f"{bug.notebook}: a cell before the kernel cell fails, bug or no bug:\n" + "\n".join(broken)
-    unbound = [f"cell {i}: {_text(notebook.cells[i]).strip()[:200]}" for i in run if "NameError" in errors[i]]
+    # a NameError is the bug's doing when the cell binding the name ran and failed; where that cell
+    # was left out, the choice of cells is wrong
+    code = [k for k, c in enumerate(notebook.cells) if c.cell_type == "code"]
+    unbound = []
+    for i in run:
+        for out in notebook.cells[i].get("outputs", []):
+            name = re.search(r"name '(\w+)' is not defined", out.get("evalue", "")) if out.get("ename") == "NameError" else None
+            if name and any(k not in run and name.group(1) in _names(_src(notebook.cells[k]))[0] for k in code if k < i):
+                unbound.append(f"cell {i}: {out['evalue']}")
     assert not unbound, (f"{bug.notebook}: the run left out a cell that binds a name a later cell reads "
                          f"(cells run: {run}):\n" + "\n".join(unbound))
     passed, reported = [], []
@@ -248,10 +256,10 @@ def check_flow(bug, kernel):
         if cell.cell_type != "code" or PACKAGE_COPY.match(_src(cell).lstrip()):
             continue
         text = _text(cell)
-        if PASS.search(text):
-            passed.append(f"cell {i}: {PASS.search(text).group(0)!r} in {text.strip()[:200]!r}")
-        if FAIL.search(text):
+        if FAIL.search(text):          # a failing verdict, even beside the ✔ of the steps that passed
             reported.append(i)
+        elif PASS.search(text):
+            passed.append(f"cell {i}: {PASS.search(text).group(0)!r} in {text.strip()[:200]!r}")
     assert not passed, (f"{bug.notebook}: after {bug.what or bug.new!r} in the kernel cell ({index}), later cells "
                         "still pass (they do not use the reader's kernel, or do not say they use the package's copy):\n"
                         + "\n".join(passed))

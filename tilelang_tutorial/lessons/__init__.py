@@ -75,8 +75,9 @@ class FlowBug:
     The test copies ``notebook``, replaces ``old`` (which must occur exactly once) by ``new`` in the
     kernel cell whose marker line names ``cell``, and executes the copy up to the first markdown
     cell that starts with ``until``. Every code cell after the edited one, up to there, that prints a
-    verdict must print a failing one (``✘``, ``FAIL`` or an exception), none a passing one (``✔``,
-    ``OK``, ``PASSED``), and at least one must report the bug. A cell that has to use the package's
+    verdict must print a failing one (``✘``, ``FAIL`` or an exception, even beside the ``✔`` of
+    steps that passed), none a passing one (``✔``, ``OK``, ``PASSED`` alone), and at least one
+    must report the bug. A cell that has to use the package's
     copy of a kernel says so on its first line (``# ... the package's copy ...``) and is skipped.
     """
 
