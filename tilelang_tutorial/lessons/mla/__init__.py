@@ -68,7 +68,13 @@ def exercise_cases():
         Exercise("04 combine kernel", ex.check_combine_kernel, combine_kernel.combine_program, starter=todo,
                  wrong_answers=(WrongAnswer("mean", wrong.combine_kernel_mean, "plain mean"),
                                 WrongAnswer("overflow", wrong.combine_kernel_no_max_subtraction, "overflows fp32"),
-                                WrongAnswer("unnormalised", wrong.combine_kernel_unnormalised, "not normalised"))),
+                                WrongAnswer("unnormalised", wrong.combine_kernel_unnormalised, "not normalised"),
+                                WrongAnswer("max started at 0", wrong.combine_kernel_max_from_zero,
+                                            "starts at -inf"),
+                                WrongAnswer("shifted by the first split", wrong.combine_kernel_shift_by_first_split,
+                                            "not the first split's"),
+                                WrongAnswer("grid extents swapped", wrong.combine_kernel_grid_swapped,
+                                            "T.Kernel(heads, batch)"))),
     ]
     from . import hand_scheduled_exercises   # notebook 04b's
     return cases + hand_scheduled_exercises.exercise_cases()

@@ -22,9 +22,14 @@
    ``lse (batch, heads, num_split)``, ``o_partial (batch, heads, num_split, dim)`` and ``Output
    (batch, heads, dim)``, all fp32 (``batch`` and ``heads`` dynamic), then call
    ``check_combine_kernel(combine_program)``. The checker runs it (GPU, else the emulator) against
-   an fp64 reference on four cases: moderate ``lse``, ``lse`` near 200 (``2**200`` overflows
-   fp32), empty splits, and a single split; its hints come from what the output looks like
-   (inf/NaN, the plain mean of the splits, weights that do not sum to 1).
+   an fp64 reference on 3 sequences x 5 heads (a grid with swapped extents leaves outputs
+   unwritten) and five cases: moderate ``lse``; 19 splits whose ``lse`` are all below -200 and
+   spread by hundreds (``2**lse`` underflows to 0 unless shifted by the row's max, which a max
+   started at 0 never reaches); one split 300 above the others, never the first (``2**300``
+   overflows fp32 unless the shift is the max over all splits); empty splits; a single split.
+   Its hints come from what the output looks like (the plain mean of the splits, weights that do
+   not sum to 1) and, failing that, from the concept the failing case tests. Notebook 04 runs the
+   package's own combine through the same checker.
 
 Solutions: ``solutions/warp_policy.py`` and ``solutions/combine_kernel.py`` in this lesson's folder.
 """
@@ -45,37 +50,67 @@ def _reference_combine(o_partial, lse):
     return ((w / w.sum(dim=-1, keepdim=True))[..., None] * o).sum(dim=-2)
 
 
-def _cases(seed: int = 0):
+#: The checked shapes: ``batch`` and ``heads`` multiples of no block, and different, so a grid
+#: with its extents swapped leaves outputs unwritten; ``dim`` is MLA's latent width (the
+#: package's combine gives each of its 128 threads 4 columns).
+COMBINE_BATCH, COMBINE_HEADS, COMBINE_DIM = 3, 5, 512
+#: Splits per case: a few, one, and a count past any chunk of 16 splits (a combine that walks the
+#: splits in fixed chunks must handle a partial last one).
+COMBINE_SPLITS, COMBINE_MANY_SPLITS = 5, 19
+
+
+def _combine_cases(seed: int = 0):
+    """``[(name, o_partial, lse, hint)]``: the checked cases, each with the concept it tests (the
+    hint given when the output is wrong there and no more specific symptom shows)."""
     import torch
 
+    from ... import checks
+
     g = torch.Generator().manual_seed(seed)
-    cases = []
-    # ordinary: 3 sequences x 4 heads x 5 splits x 64 dims, moderate lse
-    o = torch.randn(3, 4, 5, 64, generator=g)
-    lse = torch.randn(3, 4, 5, generator=g) * 4
-    cases.append(("moderate lse values", o, lse))
-    # large lse: exponentiating without subtracting the max overflows fp32
-    cases.append(("large lse (overflow without max subtraction)", o.clone(), lse + 200.0))
+    b, h, s, dim = COMBINE_BATCH, COMBINE_HEADS, COMBINE_SPLITS, COMBINE_DIM
+
+    def partials(num_split):
+        return torch.randn(b, h, num_split, dim, generator=g)
+
+    moderate = torch.randn(b, h, s, generator=g) * 4
+    # one split per row 300 above the others, never the first: 2^300 overflows fp32 unless the
+    # shift is the row's largest lse
+    far_above = moderate.clone()
+    rows = torch.arange(b * h)
+    far_above.view(-1, s)[rows, 1 + rows % (s - 1)] += 300.0
     # empty splits (-inf) in some rows, including all but one
-    lse2 = lse.clone()
-    lse2[0, :, 3:] = -math.inf
-    lse2[1, 2, 1:] = -math.inf
-    cases.append(("empty splits (lse = -inf)", o.clone(), lse2))
-    # one split: the combine must return o_partial unchanged
-    cases.append(("a single split", o[:, :, :1].clone(), lse[:, :, :1].clone()))
-    return cases
+    empty = moderate.clone()
+    empty[0, :, 3:] = -math.inf
+    empty[1, 2, 1:] = -math.inf
+    return [
+        ("moderate lse values", partials(s), moderate,
+         "each split's weight is its share of the total denominator, 2^(lse_s - lse_max) / sum_r 2^(lse_r - lse_max)"),
+        # all below -200 and spread by hundreds: 2^lse underflows to 0 for every split
+        (f"{COMBINE_MANY_SPLITS} splits, every lse below -200 and spread by hundreds",
+         partials(COMBINE_MANY_SPLITS),
+         checks.lse_values((b, h, COMBINE_MANY_SPLITS), "cpu", highest=-200.0, spread=500.0, seed=seed),
+         "every lse here is below -200, so 2^lse_s underflows fp32 to 0 in every split (0 / 0 = NaN): weigh by "
+         "2^(lse_s - lse_max), lse_max the largest lse of the row, found by a running max that starts at -inf "
+         "(-T.infinity), not at 0, which no lse here reaches; and walk all num_split splits"),
+        ("one split's lse 300 above the others (not the first split)", partials(s), far_above,
+         "2^(lse_s - m) overflows fp32 once lse_s - m passes 128 (inf / inf = NaN): m must be the largest lse of "
+         "the row, the max over all its splits (not the first split's, not a fixed value)"),
+        ("empty splits (lse = -inf)", partials(s), empty,
+         "an empty split (lse = -inf) must get the weight 2^-inf = 0, and the others share the whole weight"),
+        ("a single split", partials(1), moderate[:, :, :1].clone(),
+         "with one split the output is o_partial[:, :, 0, :] unchanged (weight 2^0 / 2^0 = 1)"),
+    ]
 
 
-def _combine_symptom(got, o, lse) -> str:
-    """What a wrong combine's output looks like, and where to look."""
+def _combine_symptom(got, o, lse, hint: str) -> str:
+    """What a wrong combine's output looks like, and where to look; ``hint``: the case's concept."""
     import torch
 
     from ... import checks
 
     g = got.double()
     if not torch.isfinite(g).all():
-        return ("the output holds inf/NaN: 2^lse overflows fp32 once lse passes 128 (inf / inf = NaN); "
-                "subtract the largest lse of the row before T.exp2")
+        return f"the output holds inf/NaN: {hint}"
     def close(x):
         return checks.compare(got, x, tolerance=1e-5).ok
     if close(o.double().mean(dim=-2)):
@@ -83,12 +118,13 @@ def _combine_symptom(got, o, lse) -> str:
     w = torch.exp2(lse.double() - lse.double().max(dim=-1, keepdim=True).values)
     if close((w[..., None] * o.double()).sum(dim=-2)):
         return "the weights are right but not normalised: divide by their sum (they must add up to 1)"
-    return "each split's weight is its share of the total denominator, 2^(lse_s - lse_max) / sum_r 2^(lse_r - lse_max)"
+    return hint
 
 
 def check_combine_kernel(factory, *, arch: str | None = None, verbose: bool = True) -> ExerciseResult:
-    """Check a reader's ``combine_program(num_split, dim=512) -> T.prim_func`` (see the module
-    docstring) against an fp64 reference, run on the GPU or in the emulator."""
+    """Check a split-KV combine ``factory(num_split, dim=512) -> T.prim_func`` (see the module
+    docstring; the reader's, or the package's own combine) against an fp64 reference, run on the
+    GPU or in the emulator, on cases that expose the classic mistakes (:func:`_combine_cases`)."""
     import torch
 
     from ... import checks, runtime
@@ -99,7 +135,8 @@ def check_combine_kernel(factory, *, arch: str | None = None, verbose: bool = Tr
     arch = arch or runtime.current_arch()
     device = runtime.mode().device
     kernels, ran = {}, []
-    for name, o, lse in _cases():
+    cases = _combine_cases()
+    for name, o, lse, hint in cases:
         num_split = lse.shape[-1]
         if num_split not in kernels:
             program = call_factory(res, factory, (num_split, o.shape[-1]), what)
@@ -115,16 +152,18 @@ def check_combine_kernel(factory, *, arch: str | None = None, verbose: bool = Tr
         cmp = checks.compare(out, _reference_combine(o, lse), tolerance=1e-5)
         if cmp.unwritten:
             res.failed(f"{name}: {cmp.unwritten} of {out.numel()} outputs were never written")
-            res.hint("one CTA per (head, sequence) must write all dim columns of Output[b, h, :]")
+            res.hint(f"the grid: one CTA per (head, sequence), T.Kernel(heads, batch) binding (hx, bx) in that "
+                     f"order, each writing all dim columns of Output[bx, hx, :] ({COMBINE_HEADS} heads and "
+                     f"{COMBINE_BATCH} sequences here)")
             continue
         if cmp.ok:
             ran.append(name)
             res.passed(f"{name} (num_split={num_split}): {cmp}")
         else:
             res.failed(f"{name} (num_split={num_split}): {cmp}")
-            res.hint(_combine_symptom(out, o, lse))
+            res.hint(_combine_symptom(out, o, lse, hint))
     where = "the GPU" if runtime.mode().can_run else "the emulator (CPU)"
-    if res.ok and len(ran) == len(_cases()):   # every case ran and matched
+    if res.ok and len(ran) == len(cases):   # every case ran and matched
         res.numerics_checked, res.ran_on = True, where
     if verbose:
         print(res)

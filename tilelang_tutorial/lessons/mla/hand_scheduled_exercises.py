@@ -8,7 +8,7 @@
    block, and both arrive on ``empty[k % 2]`` so the producer may refill the stage. The starter
    in the notebook was grown from the one-buffer hand-off of section 2 and hangs.
    ``check_ring(ring_program)`` compiles it for sm_90a, runs it in the emulator on 5 blocks and
-   on 4 (an odd and an even number of rounds' worth), then -- only once the emulator found no
+   on 8 (an odd number, and four full rounds of the ring), then -- only once the emulator found no
    deadlock -- on the GPU where there is one. A deadlock or a wrong block is explained from what
    was measured: which role waits on which barrier, in which phase, with how many arrivals, or
    which block holds whose data.
@@ -32,8 +32,10 @@ from ...exercise_kit import ExerciseResult, call_factory, compile_or_fail, not_a
 
 BLOCK = 128
 STAGES = 2
-#: sizes the ring is run at: an odd number of blocks (the last round uses stage 0 only) and an even one
-RING_SIZES = (5, 4)
+#: sizes the ring is run at: an odd number of blocks (the last round uses stage 0 only), and four
+#: full rounds, so each stage's barriers complete phases 0 to 3: a parity that is right for the
+#: first rounds only (a use count taken modulo anything but 2) gives a stale block
+RING_SIZES = (5, 8)
 #: which threads play which part in the ring (as in the ``ws`` kernel, the producer comes last)
 ROLES = {0: "the left consumer (threads 0-127)", 128: "the right consumer (threads 128-255)",
          256: "the producer (threads 256-383)"}
@@ -156,7 +158,7 @@ def uninitialised_reads(caught) -> list[str]:
 
 def check_ring(factory, *, verbose: bool = True) -> ExerciseResult:
     """Check a reader's ``ring_program(n_blocks, block=128)``: compiled for sm_90a, run in the
-    emulator on 5 and 4 blocks against ``2 X``, then on the GPU where there is one."""
+    emulator on 5 and 8 blocks against ``2 X``, then on the GPU where there is one."""
     res = _check_ring(factory)
     if verbose:
         print(res)
