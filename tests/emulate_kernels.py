@@ -434,6 +434,106 @@ def shared_read_past_end():
     return forward_difference
 
 
+def global_row_past_end(access):
+    """Row 5 of a 5x8 tensor: TileLang guards each index dimension separately but leaves a
+    constant index unguarded, so a performed access to ``X[5, j]`` reads (writes) the memory after
+    the tensor on the GPU. ``access``: "select_read" (a ``T.if_then_else`` arm the lanes of row 4
+    select), "store_under_if", "atomic", "thread_read" (the threads of a thread-index ``if``),
+    "serial_read" (a scalar index); the ones that perform nothing: "unselected_read" (an arm no
+    lane selects), "false_guards" (``if`` conditions that never hold)."""
+    if access == "select_read":
+        @T.prim_func
+        def select_read(X: T.Tensor((5, 8), "float32"), Y: T.Tensor((5, 8), "float32")):
+            with T.Kernel(1, threads=64):
+                for i, j in T.Parallel(5, 8):
+                    Y[i, j] = T.if_then_else(i == 4, X[5, j], X[i, j])
+        return select_read
+    if access == "store_under_if":
+        @T.prim_func
+        def store_under_if(X: T.Tensor((5, 8), "float32"), Y: T.Tensor((5, 8), "float32")):
+            with T.Kernel(1, threads=64):
+                for i, j in T.Parallel(5, 8):
+                    if i == 4:
+                        Y[5, j] = X[i, j]
+        return store_under_if
+    if access == "atomic":
+        @T.prim_func
+        def atomic_past_end(X: T.Tensor((5, 8), "float32"), Y: T.Tensor((5, 8), "float32")):
+            with T.Kernel(1, threads=64):
+                for j in T.Parallel(8):
+                    T.atomic_add(Y[5, j], X[0, j])
+        return atomic_past_end
+    if access == "thread_read":
+        @T.prim_func
+        def thread_read(X: T.Tensor((5, 8), "float32"), Y: T.Tensor((5, 8), "float32")):
+            with T.Kernel(1, threads=64):
+                tx = T.get_thread_binding()
+                if tx < 8:
+                    Y[0, tx] = X[5, tx]
+        return thread_read
+    if access == "serial_read":
+        @T.prim_func
+        def serial_read(X: T.Tensor((5, 8), "float32"), Y: T.Tensor((5, 8), "float32")):
+            with T.Kernel(1, threads=64):
+                for k in T.serial(8):
+                    Y[0, k] = X[5, k]
+        return serial_read
+    if access == "unselected_read":
+        @T.prim_func
+        def unselected_read(X: T.Tensor((5, 8), "float32"), Y: T.Tensor((5, 8), "float32")):
+            with T.Kernel(1, threads=64):
+                for i, j in T.Parallel(5, 8):
+                    Y[i, j] = T.if_then_else(X[i, j] == X[i, j], X[i, j], X[5, j])   # false only for NaN
+        return unselected_read
+    assert access == "false_guards", access
+
+    @T.prim_func
+    def false_guards(X: T.Tensor((5, 8), "float32"), Y: T.Tensor((5, 8), "float32")):
+        with T.Kernel(2, threads=64) as bx:
+            tx = T.get_thread_binding()
+            for i, j in T.Parallel(5, 8):
+                if bx == 0:
+                    Y[i, j] = X[i, j]
+                if i == 5:
+                    Y[5, j] = X[5, j]
+            if tx >= 64:
+                Y[5, 0] = X[5, 0]
+            if bx == 2:
+                T.atomic_add(Y[5, 0], X[0, 0])
+
+    return false_guards
+
+
+def global_row_after_guard():
+    """Row i + 1 of a 5x8 tensor, read in a ``T.if_then_else`` arm and written under an ``if`` by
+    the lanes of row 4: an index with a variable is guarded (the CUDA reads the safe value 0 and
+    drops the store), so row 4 of Y is 0."""
+
+    @T.prim_func
+    def row_after(X: T.Tensor((5, 8), "float32"), Y: T.Tensor((5, 8), "float32")):
+        with T.Kernel(1, threads=64):
+            for i, j in T.Parallel(5, 8):
+                Y[i, j] = T.if_then_else(i == 4, X[i + 1, j], X[i, j])
+            for i, j in T.Parallel(5, 8):
+                if i == 4:
+                    Y[i + 1, j] = X[i, j]
+
+    return row_after
+
+
+def global_constant_row_of_dynamic_tensor():
+    """``X[5, j]`` of an (M, 8) tensor: in range only when M > 5, which only the run can tell."""
+    M = T.dynamic("M")
+
+    @T.prim_func
+    def constant_row(X: T.Tensor((M, 8), "float32"), Y: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=64):
+            for j in T.Parallel(8):
+                Y[j] = X[5, j]
+
+    return constant_row
+
+
 def unsupported_extern():
     @T.prim_func
     def uses_extern(X: T.Tensor((64,), "float32"), Y: T.Tensor((64,), "float32")):

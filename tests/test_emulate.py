@@ -431,6 +431,55 @@ def test_out_of_bounds_shared_read_names_buffer_index_and_line():
     assert "block (0, 0, 0)" in msg and "i = 0..31 (T.Parallel)" in msg
 
 
+@pytest.mark.parametrize("access,kind,line", [
+    ("select_read", "read", r"Y\[i, j\] = T\.if_then_else\(i == 4, X\[5, j\], X\[i, j\]\)"),
+    ("store_under_if", "write", r"Y\[5, j\] = X\[i, j\]"),
+    ("atomic", "atomic update", r"T\.atomic_add\(Y\[5, j\], X\[0, j\]\)"),
+    ("thread_read", "read", r"Y\[0, tx\] = X\[5, tx\]"),
+    ("serial_read", "read", r"Y\[0, k\] = X\[5, k\]"),
+])
+def test_constant_index_past_a_global_tensor_is_out_of_bounds(access, kind, line):
+    """TileLang leaves a constant index unguarded: the GPU reads / writes past the tensor."""
+    x, y = torch.randn(5, 8), torch.zeros(5, 8)
+    with pytest.raises(emulate.OutOfBounds) as ei:
+        emulate.run(K.global_row_past_end(access), x, y)
+    e, msg = ei.value, str(ei.value)
+    tensor = "X" if kind == "read" else "Y"
+    assert (e.buffer, e.scope, e.shape, e.index) == (tensor, "global", (5, 8), (5, 0))
+    assert f"out-of-bounds {kind} of global buffer {tensor}" in msg
+    assert "dimension 0 is 5, valid range [0, 5)" in msg
+    assert re.search(r"emulate_kernels\.py:\d+: " + line, msg), msg
+
+
+def test_constant_index_past_a_global_tensor_not_performed_is_silent():
+    x = torch.randn(5, 8)
+    y = poisoned(5, 8)
+    emulate.run(K.global_row_past_end("unselected_read"), x, y)
+    assert torch.equal(y, x)
+    y = poisoned(5, 8)
+    emulate.run(K.global_row_past_end("false_guards"), x, y)
+    assert torch.equal(y, x)
+
+
+def test_variable_index_past_a_global_tensor_is_guarded():
+    x, y = torch.randn(5, 8), poisoned(5, 8)
+    emulate.run(K.global_row_after_guard(), x, y)
+    ref = x.clone()
+    ref[4] = 0                      # the guarded load's safe value; the store of row 5 dropped
+    assert torch.equal(y, ref)
+    st = emulate.last_stats()
+    assert st["guarded_loads"] > 0 and st["dropped_stores"] > 0
+
+
+def test_constant_index_of_a_dynamic_tensor_is_checked_at_run_time():
+    kernel = K.global_constant_row_of_dynamic_tensor()
+    x, y = torch.randn(6, 8), poisoned(8)
+    emulate.run(kernel, x, y)
+    assert torch.equal(y, x[5])
+    with pytest.raises(emulate.OutOfBounds, match=r"read of global buffer X .*shape \(5, 8\)\): index \[5, 0\]"):
+        emulate.run(kernel, x[:5].contiguous(), y)
+
+
 def test_unsupported_extern_is_named_with_its_location():
     with pytest.raises(emulate.UnsupportedConstruct) as ei:
         emulate.run(K.unsupported_extern(), torch.randn(64), poisoned(64))

@@ -741,6 +741,16 @@ class CodeGen:
         ix = ", ".join(x.code for x in exs) + ("," if len(exs) == 1 else "")
         return f"lambda: ('ix', ({ix}))"
 
+    def _fixed(self, bi: BufInfo, indices, mask: str | None = None) -> str:
+        """Keyword arguments for a global access helper: its unguarded dimensions (see
+        :func:`_unguarded_dims`), and the ``mask`` of the lanes that perform it; "" if none."""
+        if bi.scope != "global":
+            return ""
+        dims = _unguarded_dims(bi.buffer, indices)
+        if not dims:
+            return ""
+        return f", fixed={dims!r}" + (f", mask={mask}" if mask else "")
+
     def _load(self, e: tir.BufferLoad, bi: BufInfo) -> Ex:
         exs = self._index_exs(bi, e.indices)
         axes = frozenset().union(*[x.axes for x in exs]) if exs else frozenset()
@@ -750,22 +760,24 @@ class CodeGen:
             ix = ", ".join(x.code for x in exs) + ("," if len(exs) == 1 else "")
             if self._proven(e.buffer, e.indices):
                 return Ex(f"{arr}[{ix}]", frozenset(), dt)
-            if bi.scope == "global" and not _is_constant_index(e.indices):
-                return Ex(f"_rt.gld1({ref}, {arr}, ({ix}), _x)", frozenset(), dt)
+            if bi.scope == "global":
+                return Ex(f"_rt.gld1({ref}, {arr}, ({ix}), _x{self._fixed(bi, e.indices, self.mask)})",
+                          frozenset(), dt)
             return Ex(f"{arr}[_rt.ck({ref}, {arr}, ({ix}))]", frozenset(), dt)
         plan = self._slice_plan(bi, e.indices, exs)
         m = self.mask or "None"
+        fx = self._fixed(bi, e.indices)
         if plan is not None:
             sl = self._slice_code(plan)
             post = self._post(plan)
             if self._proven(e.buffer, e.indices):
                 return Ex(f"{arr}[{sl}]{post}", axes, dt)
             return Ex(f"_rt.view_load({ref}, {arr}, ({self._slice_code(plan, False)}), {m}, _x, "
-                      f"{self._post_fn(post)})", axes, dt)
+                      f"{self._post_fn(post)}{fx})", axes, dt)
         ix = ", ".join(x.code for x in exs) + ("," if len(exs) == 1 else "")
         if self._proven(e.buffer, e.indices) and not bi.per_thread:
             return Ex(f"{arr}[{ix}]", axes, dt)
-        return Ex(f"_rt.gather({ref}, {arr}, ({ix}), {m}, _x)", axes, dt)
+        return Ex(f"_rt.gather({ref}, {arr}, ({ix}), {m}, _x{fx})", axes, dt)
 
     def store(self, s: tir.BufferStore) -> None:
         bi = self.buf(s.buffer)
@@ -808,16 +820,17 @@ class CodeGen:
             maxes = maxes - {0}
         ix = ", ".join(x.code for x in exs) + ("," if len(exs) == 1 else "")
         proven = self._proven(s.buffer, s.indices)
+        fx = self._fixed(bi, s.indices)
         if not iaxes:
             if not val.vec and not mask:
                 if proven:
                     self.emit(f"{arr}[{ix}] = {val.code}")
-                elif bi.scope == "global" and not _is_constant_index(s.indices):
-                    self.emit(f"_rt.gst1({ref}, {arr}, ({ix}), {val.code}, _x)")
+                elif bi.scope == "global":
+                    self.emit(f"_rt.gst1({ref}, {arr}, ({ix}), {val.code}, _x{fx})")
                 else:
                     self.emit(f"{arr}[_rt.ck({ref}, {arr}, ({ix}), 'write')] = {val.code}")
                 return
-            self.emit(f"_rt.store_lanes({ref}, {arr}, ({ix}), {val.code}, {mask or 'None'}, _x)")
+            self.emit(f"_rt.store_lanes({ref}, {arr}, ({ix}), {val.code}, {mask or 'None'}, _x{fx})")
             return
         plan = self._slice_plan(bi, s.indices, exs)
         if plan is not None and val.axes <= iaxes and maxes <= iaxes:
@@ -830,9 +843,9 @@ class CodeGen:
                     self.emit(f"{arr}[{sl}]{post}[...] = {val.code}")
                 return
             self.emit(f"_rt.view_store({ref}, {arr}, ({self._slice_code(plan, False)}), {val.code}, "
-                      f"{mask or 'None'}, _x, {self._post_fn(post)})")
+                      f"{mask or 'None'}, _x, {self._post_fn(post)}{fx})")
             return
-        self.emit(f"_rt.scatter({ref}, {arr}, ({ix}), {val.code}, {mask or 'None'}, _x)")
+        self.emit(f"_rt.scatter({ref}, {arr}, ({ix}), {val.code}, {mask or 'None'}, _x{fx})")
 
     # ------------------------------------------------------------------ statements
     def stmt(self, s) -> None:  # noqa: C901
@@ -1474,7 +1487,8 @@ class CodeGen:
             if val.dtype != bi.dtype:
                 val = self.cast(val, bi.dtype)
         m = self.mask or "None"
-        code = f"_rt.atomic(_x, {kind!r}, {bi.ref}, {bi.name}, ({ix}), {val.code}, {m}, {ret or value_needed})"
+        code = (f"_rt.atomic(_x, {kind!r}, {bi.ref}, {bi.name}, ({ix}), {val.code}, {m}, {ret or value_needed}"
+                f"{self._fixed(bi, load.indices)})")
         return Ex(code, axes | val.axes | (self.mask_axes if self.mask else frozenset()), bi.dtype)
 
     # ------------------------------------------------------------------ tile operators
@@ -1599,16 +1613,26 @@ def _needs_roles(body, ta: ThreadAnalysis) -> bool:
     return contains(body, pred)
 
 
-def _is_constant_index(indices) -> bool:
-    """TileLang does not guard a global access whose index has no variable and no load."""
-    found = [False]
+def _unguarded_dims(buf: tir.Buffer, indices) -> tuple:
+    """The dimensions of a global access that TileLang's ``LegalizeSafeMemoryAccess`` leaves
+    unguarded and that may be out of range. It guards each dimension separately and skips one
+    whose index has no variable and no load (a constant): ``X[5, j]`` of a 5-row tensor reads the
+    memory after it on the GPU. A constant within a static extent needs no check."""
+    dims = []
+    for d, (i, n) in enumerate(zip(indices, buf.shape)):
+        found = [False]
 
-    def fn(n):
-        if isinstance(n, (tir.Var, tir.BufferLoad)):
-            found[0] = True
-    for i in indices:
+        def fn(e, found=found):
+            if isinstance(e, (tir.Var, tir.BufferLoad)):
+                found[0] = True
         tir.stmt_functor.post_order_visit(tir.Evaluate(i), fn)
-    return not found[0]
+        if found[0]:
+            continue
+        c, ext = arith.Analyzer().simplify(i), n
+        if isinstance(c, tir.IntImm) and isinstance(ext, tir.IntImm) and 0 <= c.value < ext.value:
+            continue
+        dims.append(d)
+    return tuple(dims)
 
 
 def _is_const_expr_of(e, vars_, negate=False) -> bool:

@@ -283,6 +283,24 @@ def ck(ref: BufRef, arr, ix: tuple, kind: str = "read") -> tuple:
     return ix
 
 
+def unguarded(ref: BufRef, arr, ix: tuple, fixed: tuple, mask, kind: str) -> None:
+    """Raise ``OutOfBounds`` if a global access is out of range in a dimension TileLang does not
+    guard (``fixed``: those whose index is a constant, see ``codegen._unguarded_dims``) and some
+    lane performs it: the GPU reads or writes memory that is not the tensor's. ``ix``: the index
+    per dimension in the vector layout (scalars or arrays broadcastable with ``mask``); lanes that
+    ``mask`` turns off perform nothing."""
+    bad = [d for d in fixed if not 0 <= int(np.asarray(ix[d]).flat[0]) < arr.shape[d]]
+    if not bad:
+        return
+    shape = np.broadcast_shapes(*[np.shape(i) for i in ix], np.shape(mask) if mask is not None else ())
+    active = np.broadcast_to(np.asarray(True if mask is None else mask, dtype=bool), shape)
+    if not active.any():
+        return
+    pos = tuple(np.argwhere(active)[0]) if shape else ()
+    full = [np.broadcast_to(i, shape)[pos] for i in ix]
+    raise oob(ref, arr, kind, full, more=int(np.count_nonzero(active)) - 1, dim=bad[0])
+
+
 def _in_range(ix, shape):
     ok = None
     for i, n in zip(ix, shape):
@@ -300,8 +318,11 @@ def _in_range(ix, shape):
 # ----------------------------------------------------------------------------------------------
 # element access
 # ----------------------------------------------------------------------------------------------
-def gld1(ref: BufRef, arr, ix: tuple, x: Exec):
-    """Scalar load from global memory with TileLang's guard (out of range -> safe value)."""
+def gld1(ref: BufRef, arr, ix: tuple, x: Exec, fixed: tuple = (), mask=None):
+    """Scalar load from global memory with TileLang's guard (out of range -> safe value); the
+    ``fixed`` dimensions have no guard (:func:`unguarded`, for the lanes of ``mask``)."""
+    if fixed:
+        unguarded(ref, arr, ix, fixed, mask, "read")
     for i, n in zip(ix, arr.shape):
         if not 0 <= i < n:
             x.stats["guarded_loads"] += 1
@@ -309,8 +330,11 @@ def gld1(ref: BufRef, arr, ix: tuple, x: Exec):
     return arr[ix]
 
 
-def gst1(ref: BufRef, arr, ix: tuple, v, x: Exec) -> None:
-    """Scalar store to global memory with TileLang's guard (out of range -> dropped)."""
+def gst1(ref: BufRef, arr, ix: tuple, v, x: Exec, fixed: tuple = ()) -> None:
+    """Scalar store to global memory with TileLang's guard (out of range -> dropped); the
+    ``fixed`` dimensions have no guard (:func:`unguarded`)."""
+    if fixed:
+        unguarded(ref, arr, ix, fixed, None, "write")
     for i, n in zip(ix, arr.shape):
         if not 0 <= i < n:
             x.stats["dropped_stores"] += 1
@@ -318,11 +342,14 @@ def gst1(ref: BufRef, arr, ix: tuple, v, x: Exec) -> None:
     arr[ix] = v
 
 
-def gather(ref: BufRef, arr, ix: tuple, mask, x: Exec):
-    """Vector load with index arrays (any pattern). Global: out-of-range lanes read the safe value;
-    on-chip: an out-of-range *active* lane is an error (masked-off lanes read garbage)."""
+def gather(ref: BufRef, arr, ix: tuple, mask, x: Exec, fixed: tuple = ()):
+    """Vector load with index arrays (any pattern). Global: out-of-range lanes read the safe value
+    (but see ``fixed``, :func:`unguarded`); on-chip: an out-of-range *active* lane is an error
+    (masked-off lanes read garbage)."""
     if len(ix) != arr.ndim:
         raise EmulationError(f"{ref.label()}: {len(ix)} indices for a {arr.ndim}-d buffer")
+    if fixed:
+        unguarded(ref, arr, ix, fixed, mask, "read")
     ixs = [np.asarray(i) for i in ix]
     shape = np.broadcast_shapes(*[i.shape for i in ixs])
     ok = _in_range(ixs, arr.shape)
@@ -348,9 +375,12 @@ def _raise_first(ref, arr, kind, ixs, bad):
     raise oob(ref, arr, kind, full, more=int(np.count_nonzero(bad)) - 1, dim=dim)
 
 
-def scatter(ref: BufRef, arr, ix: tuple, val, mask, x: Exec) -> None:
+def scatter(ref: BufRef, arr, ix: tuple, val, mask, x: Exec, fixed: tuple = ()) -> None:
     """Vector store with index arrays. Lanes writing the same element: the last active lane (in
-    thread, then loop order) wins -- on the GPU that is a race with an arbitrary winner."""
+    thread, then loop order) wins -- on the GPU that is a race with an arbitrary winner. Global:
+    out-of-range lanes are dropped (but see ``fixed``, :func:`unguarded`)."""
+    if fixed:
+        unguarded(ref, arr, ix, fixed, mask, "write")
     ixs = [np.asarray(i) for i in ix]
     v = np.asarray(val)
     shapes = [i.shape for i in ixs] + [v.shape] + ([np.shape(mask)] if mask is not None else [])
@@ -394,7 +424,7 @@ def _tids_of(x):
     return np.arange(x.nthreads)
 
 
-def store_lanes(ref: BufRef, arr, ix: tuple, val, mask, x: Exec) -> None:
+def store_lanes(ref: BufRef, arr, ix: tuple, val, mask, x: Exec, fixed: tuple = ()) -> None:
     """A store whose element index is the same for every lane while the value or the mask vary
     (``flag[0] = 1`` inside a T.Parallel ``if``): written if any lane is active; the value of the
     last active lane wins."""
@@ -418,15 +448,18 @@ def store_lanes(ref: BufRef, arr, ix: tuple, val, mask, x: Exec) -> None:
                             np.arange(lanes.size), _tids_of(x))
         val = val.reshape(-1)[-1]
     if ref.is_global:
-        gst1(ref, arr, ix, val, x)
+        gst1(ref, arr, ix, val, x, fixed)
     else:
         arr[ck(ref, arr, ix, "write")] = val
 
 
-def view_load(ref: BufRef, arr, sl: tuple, mask, x: Exec, post):
+def view_load(ref: BufRef, arr, sl: tuple, mask, x: Exec, post, fixed: tuple = ()):
     """Load through slices ``sl`` (slice or int per dimension) whose bounds were not proven at
     compile time: a view when in bounds, else the guarded / checked element path. ``post`` turns
-    the sliced view into the vector layout (transpose, new axes)."""
+    the sliced view into the vector layout (transpose, new axes). ``fixed``: see :func:`unguarded`
+    (an int in ``sl``)."""
+    if fixed:
+        unguarded(ref, arr, _slice_lanes(sl, post), fixed, mask, "read")
     if _slices_in_bounds(sl, arr.shape):
         return post(arr[sl])
     ix = _slices_to_index_arrays(sl)
@@ -450,8 +483,10 @@ def view_load(ref: BufRef, arr, sl: tuple, mask, x: Exec, post):
     return post(arr[safe_ix])
 
 
-def view_store(ref: BufRef, arr, sl: tuple, val, mask, x: Exec, post) -> None:
+def view_store(ref: BufRef, arr, sl: tuple, val, mask, x: Exec, post, fixed: tuple = ()) -> None:
     """Store through slices whose bounds were not proven (see :func:`view_load`)."""
+    if fixed:
+        unguarded(ref, arr, _slice_lanes(sl, post), fixed, mask, "write")
     if _slices_in_bounds(sl, arr.shape):
         tgt = post(arr[sl])
         if mask is None:
@@ -462,6 +497,13 @@ def view_store(ref: BufRef, arr, sl: tuple, val, mask, x: Exec, post) -> None:
     ix = _slices_to_index_arrays(sl)
     lane_ix = tuple(post(np.broadcast_to(i, np.broadcast_shapes(*[np.shape(j) for j in ix]))) for i in ix)
     scatter(ref, arr, lane_ix, val, mask, x)
+
+
+def _slice_lanes(sl, post) -> list:
+    """The index per dimension of a slice access, laid out like its vector (``post``)."""
+    ix = _slices_to_index_arrays(sl)
+    shape = np.broadcast_shapes(*[np.shape(i) for i in ix])
+    return [post(np.broadcast_to(i, shape)) for i in ix]
 
 
 def _slices_in_bounds(sl, shape) -> bool:
@@ -895,9 +937,12 @@ def tile_atomic(x: Exec, kind, sref, sarr, smins, sexts, dref, darr, dmins, dext
 _UFUNC = {"add": np.add, "max": np.maximum, "min": np.minimum, "or": np.bitwise_or}
 
 
-def atomic(x: Exec, kind: str, ref: BufRef, arr, ix: tuple, val, mask, ret: bool):
+def atomic(x: Exec, kind: str, ref: BufRef, arr, ix: tuple, val, mask, ret: bool, fixed: tuple = ()):
     """Element atomic(s). Duplicate targets accumulate (each lane is one atomic, applied in lane
-    order); out-of-range lanes of a global buffer are dropped (TileLang guards atomics too)."""
+    order); out-of-range lanes of a global buffer are dropped (TileLang guards atomics too), but
+    see ``fixed`` (:func:`unguarded`)."""
+    if fixed:
+        unguarded(ref, arr, ix, fixed, mask, "atomic update")
     ixs = [np.asarray(i) for i in ix]
     v = np.asarray(val)
     shapes = [i.shape for i in ixs] + [v.shape] + ([np.shape(mask)] if mask is not None else [])
