@@ -30,27 +30,28 @@ def mqa_decode_program(heads: int = 64, dim: int = 128, dtype: str = "float16", 
     batch, max_len = T.dynamic("batch"), T.dynamic("max_len")
 
     @T.prim_func
-    def mqa_decode(Q: T.Tensor((batch, heads, dim), dtype), K: T.Tensor((batch, max_len, dim), dtype),
-                   V: T.Tensor((batch, max_len, dim), dtype), seqlens: T.Tensor((batch,), "int32"),
-                   Out: T.Tensor((batch, heads, dim), dtype)):
+    def mqa_decode(Q: T.Tensor([batch, heads, dim], dtype), K: T.Tensor([batch, max_len, dim], dtype),
+                   V: T.Tensor([batch, max_len, dim], dtype), seqlens: T.Tensor([batch], "int32"),
+                   Out: T.Tensor([batch, heads, dim], dtype)):
         with T.Kernel(batch, threads=128) as bx:                     # one CTA per sequence
-            Q_shared = T.alloc_shared((heads, dim), dtype)
-            K_shared = T.alloc_shared((block_N, dim), dtype)
-            V_shared = T.alloc_shared((block_N, dim), dtype)
-            acc_s = T.alloc_fragment((heads, block_N), accum)        # this block's scores
-            P_shared = T.alloc_shared((heads, block_N), dtype)       # its probabilities, for P @ V
-            acc_o = T.alloc_fragment((heads, dim), accum)            # the output, rescaled as we go
-            m_i = T.alloc_fragment((heads,), accum)                  # running max of each row
-            m_prev = T.alloc_fragment((heads,), accum)
-            alpha = T.alloc_fragment((heads,), accum)                # exp(m_prev - m_i)
-            l_i = T.alloc_fragment((heads,), accum)                  # running softmax denominator
-            row_sum = T.alloc_fragment((heads,), accum)
+            Q_shared = T.alloc_shared([heads, dim], dtype)
+            K_shared = T.alloc_shared([block_N, dim], dtype)
+            V_shared = T.alloc_shared([block_N, dim], dtype)
+            P_shared = T.alloc_shared([heads, block_N], dtype)       # the block's probabilities, for P @ V
+            acc_s = T.alloc_fragment([heads, block_N], accum)        # this block's scores
+            acc_o = T.alloc_fragment([heads, dim], accum)            # the output, rescaled as we go
+            m_i = T.alloc_fragment([heads], accum)                   # running max of each row
+            m_prev = T.alloc_fragment([heads], accum)
+            alpha = T.alloc_fragment([heads], accum)                 # exp(m_prev - m_i)
+            l_i = T.alloc_fragment([heads], accum)                   # running softmax denominator
+            row_sum = T.alloc_fragment([heads], accum)
 
             seqlen = seqlens[bx]
             T.copy(Q[bx, :, :], Q_shared)
             T.fill(acc_o, 0)
             T.fill(l_i, 0)
             T.fill(m_i, -T.infinity(accum))
+
             for k in T.Pipelined(T.ceildiv(seqlen, block_N), num_stages=num_stages):
                 T.copy(K[bx, k * block_N, 0], K_shared)
                 T.copy(V[bx, k * block_N, 0], V_shared)
@@ -66,10 +67,11 @@ def mqa_decode_program(heads: int = 64, dim: int = 128, dtype: str = "float16", 
                 T.reduce_sum(acc_s, row_sum, dim=1)
                 for i in T.Parallel(heads):
                     l_i[i] = l_i[i] * alpha[i] + row_sum[i]
+                T.copy(acc_s, P_shared)
                 for i, j in T.Parallel(heads, dim):
                     acc_o[i, j] *= alpha[i]
-                T.copy(acc_s, P_shared)
                 T.gemm(P_shared, V_shared, acc_o)
+
             for i, j in T.Parallel(heads, dim):
                 acc_o[i, j] /= l_i[i]
             T.copy(acc_o, Out[bx, :, :])

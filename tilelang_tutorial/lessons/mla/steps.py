@@ -199,11 +199,15 @@ def contiguous_view(inputs):
     return inputs["q_nope"], inputs["q_pe"], kv.contiguous(), pe.contiguous(), inputs["cache_seqlens"]
 
 
-def changes(old: tuple, new: tuple, *, context: int = 0) -> str:
+def changes(old: tuple, new: tuple, *, renames: dict | None = None) -> str:
     """The lines that differ between two kernel definitions of the package (``(module, name)``
-    pairs, e.g. ``("steps", "mla_contiguous_program")``), docstrings left out: what a step changed."""
+    pairs, e.g. ``("steps", "mla_contiguous_program")``): what a step changed. Docstrings are left
+    out and comments are not changes (neither a comment line nor one after code). ``renames``
+    (``{old name: new name}``) is applied to the old definition first, so a variable that only got
+    another name is not a change either; the first line says which."""
     import ast
     import difflib
+    import re
 
     from ... import kernel_cells
 
@@ -216,6 +220,21 @@ def changes(old: tuple, new: tuple, *, context: int = 0) -> str:
             del lines[doc.lineno - 1:doc.end_lineno]
         return lines
 
-    diff = difflib.unified_diff(body(*old), body(*new), f"{old[0]}.{old[1]}", f"{new[0]}.{new[1]}",
-                                n=context, lineterm="")
-    return "\n".join(line for line in diff if not line.startswith("@@"))
+    def code(line):   # the line without a comment after its code
+        return re.sub(r"(?<=\S)\s+#.*$", "", line)
+
+    def code_lines(lines):
+        return [line for line in lines if not line.strip().startswith("#")]
+
+    before, after = code_lines(body(*old)), code_lines(body(*new))
+    renamed = ""
+    if renames:
+        word = re.compile(r"\b(" + "|".join(map(re.escape, renames)) + r")\b(?!=)")   # not a keyword argument
+        before = [word.sub(lambda m: renames[m.group(1)], line) for line in before]
+        renamed = " (renamed: " + ", ".join(f"{a} -> {b}" for a, b in renames.items()) + ")"
+    out = [f"--- {old[0]}.{old[1]}{renamed}", f"+++ {new[0]}.{new[1]}"]
+    matcher = difflib.SequenceMatcher(None, [code(l) for l in before], [code(l) for l in after], autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            out += [f"-{line}" for line in before[i1:i2]] + [f"+{line}" for line in after[j1:j2]]
+    return "\n".join(out)

@@ -428,6 +428,20 @@ def test_the_step_changes_name_the_lines_that_changed():
     assert "split_range(seqlen, sp)" in split and "page = blk_begin + k" in split
 
 
+def test_the_changes_from_section_1s_kernel_leave_out_renames_and_comments():
+    from tilelang_tutorial.lessons.mla import steps
+
+    ramp = steps.changes(("mqa", "mqa_decode_program"), ("steps", "mla_contiguous_program"),
+                         renames={"heads": "BLOCK_H", "dim": "dv", "Out": "Output", "P_shared": "S_shared"})
+    assert "as (hb, bx)" in ramp and "T.annotate_layout" in ramp and "T.min(i, valid_h - 1)" in ramp
+    assert ramp.count("policy=T.GemmWarpPolicy.FullCol") == 3
+    # renamed only (acc_s), or differing only in a comment (reduce_max): not changes
+    assert "acc_s = T.alloc_fragment" not in ramp and "T.reduce_max" not in ramp
+    assert not [line for line in ramp.splitlines()[2:] if line[1:].strip().startswith("#")]
+    unrenamed = steps.changes(("mqa", "mqa_decode_program"), ("steps", "mla_contiguous_program"))
+    assert "acc_s = T.alloc_fragment" in unrenamed
+
+
 def test_a_plan_builds_the_factory_it_is_given():
     """plan(program=...) compiles the caller's factory (a notebook's kernel cell), not the package's:
     a factory with the wrong scale gives wrong numbers through plan.run."""
