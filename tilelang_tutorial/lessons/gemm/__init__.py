@@ -134,6 +134,9 @@ def exercise_cases():
     sk_steps = "steps_per_split = -(-(-(-K // block_K)) // split)"
     sk_add = "T.atomic_add(C[by * block_M, bx * block_N], acc)"
     sk_grid = "T.ceildiv(M, block_M), split, threads=threads"
+    # the grid with its extents swapped (bx still walks N), and a K loop that drops K's partial last step
+    grid = ("T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M)", "T.Kernel(T.ceildiv(M, block_M), T.ceildiv(N, block_N)")
+    k_floor = ("T.Pipelined(T.ceildiv(K, block_K)", "T.Pipelined(K // block_K")
     return [
         Exercise("02 transposed B", ex.check_gemm_transposed_b, bt, starter=None,
                  wrong_answers=(
@@ -147,6 +150,8 @@ def exercise_cases():
                          bt, ("T.alloc_shared((block_N, block_K), in_dtype)", "T.alloc_shared((block_K, block_N), in_dtype)"),
                          (bt_copy, "T.copy(B[ko * block_K, bx * block_N], B_shared)"), (", transpose_B=True)", ")")),
                                  "as if it were stored (K, N)"),
+                     WrongAnswer("grid extents swapped", mutated(bt, grid), "bx walks N's tiles"),
+                     WrongAnswer("K loop of K // block_K steps", mutated(bt, k_floor), "drops K's partial last step"),
                  )),
         Exercise("02 bias + GELU", ex.check_gemm_epilogue, gelu, starter=todo,
                  wrong_answers=(
@@ -163,6 +168,8 @@ def exercise_cases():
                      WrongAnswer("erf(x / 2)", mutated(gelu, ("T.erf(x * _INV_SQRT2)", "T.erf(x * 0.5)")), "not by 2"),
                      WrongAnswer("no factor 0.5", mutated(gelu, ("0.5 * x * (1.0 + T.erf", "x * (1.0 + T.erf")), "factor 0.5"),
                      WrongAnswer("bias never added", mutated(gelu, (bias_added, "x = C_local[i, j]")), "without the bias"),
+                     WrongAnswer("grid extents swapped", mutated(gelu, grid), "bx walks N's tiles"),
+                     WrongAnswer("K loop of K // block_K steps", mutated(gelu, k_floor), "drops K's partial last step"),
                  )),
         Exercise("02b split-K with atomics", ex.check_gemm_split_k_atomic, sk, starter=todo,
                  wrong_answers=(
@@ -206,6 +213,8 @@ def flow_bugs():
                 new="T.copy(B[ko * block_K, by * block_N], B_shared)", what="B tile indexed by the row block"),
         FlowBug("02_gemm_relu.ipynb", "gemm_relu_program", old="C_local[i, j] = T.max(C_local[i, j], 0)",
                 new="C_local[i, j] = C_local[i, j]", what="ReLU left out"),
+        FlowBug("02_gemm_relu.ipynb", "gemm_relu_program", old="T.Pipelined(T.ceildiv(K, block_K)",
+                new="T.Pipelined(K // block_K", what="K loop of K // block_K steps: K's partial last step dropped"),
         FlowBug("02b_gemm_in_depth.ipynb", "gemm_relu_program", old="T.copy(A[by * block_M, ko * block_K], A_shared)",
                 new="T.copy(A[by * block_M, ko], A_shared)", what="A tile's K corner not scaled by block_K",
                 until="## 7"),

@@ -31,8 +31,10 @@
 Hints come from what the output shows (negative outputs, an output that matches a known
 approximation or a known mistake), not from a fixed list. Both checkers call your factory and check the parameters (names do not matter, shapes and dtypes
 do), compile it for the current architecture (the first line of TileLang's or nvcc's error
-reaches you), and run it on a ragged problem with a poisoned (NaN) output against a float32
-torch reference: on the GPU where there is one, in the tile emulator on the CPU otherwise.
+reaches you), and run it on two problems whose M, N and K are each a multiple of no block
+(:data:`RAGGED_PROBLEMS`: a grid with swapped extents, a floor division or a K loop that drops
+the partial last step fails there) with a poisoned (NaN) output against a float32 torch
+reference: on the GPU where there is one, in the tile emulator on the CPU otherwise.
 Solutions: ``solutions/transpose_b.py`` and ``solutions/bias_gelu.py`` in this lesson's folder.
 
 Notebook 02b's exercises:
@@ -56,8 +58,12 @@ from ... import checks, runtime
 from ...exercise_kit import ExerciseResult, _first_line, call_factory, compile_or_fail, kernel_source, param_specs, run_kernel, \
     quiet_tilelang
 
-#: Small ragged problem: not a multiple of any tile, so the edge handling is exercised too.
-DEFAULT_SHAPE = (300, 264, 200)
+#: The problems exercises 1 and 2 run: (M, N) are :data:`checks.RAGGED_SHAPES` (partial last tiles
+#: for every block size; their tile counts differ between M and N, in the first for every block
+#: size, so swapped grid extents or block indices leave tiles unwritten), each with a K that is a
+#: multiple of no block either (a loop of ``K // block_K`` steps drops K's partial last step).
+#: Most wrong kernels fail on the first, after one compile.
+RAGGED_PROBLEMS = ((*checks.RAGGED_SHAPES[1], 200), (*checks.RAGGED_SHAPES[0], 264))
 
 
 class GemmExerciseResult(ExerciseResult):
@@ -126,18 +132,76 @@ def _inputs(shapes, dtype, scales=None):
     return [checks.random_tensor(s, tdt, dev, scale=scale) for s, scale in zip(shapes, scales or [1.0] * len(shapes))]
 
 
-def _unwritten_or_nan(res, out, cmp) -> bool:
+def _unwritten_hint(out) -> str:
+    """Which part of C no block wrote, and the grid's mistake that leaves exactly that part out."""
+    unwritten = checks.poison_mask(out)
+    M, N = out.shape
+    if bool(unwritten.all()):
+        return ("no output was written: does the grid launch any blocks (M // block_M is 0 where M < block_M: "
+                "T.ceildiv), and does the last T.copy store C?")
+    grid = ("T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M)) as (bx, by): the first extent is how many bx "
+            "there are, and bx walks N's tiles (C's columns); the second counts by, which walks M's tiles (C's rows)")
+    found = []
+    for what, full, size, dim in (("columns", unwritten.all(dim=0), N, "N"), ("rows", unwritten.all(dim=1), M, "M")):
+        first = int(full.int().argmax()) if bool(full.any()) else None
+        if first is not None and bool(full[first:].all()):      # a run of whole rows or columns up to the edge
+            found.append(f"{what} {first}..{size - 1} of C were never written: too few blocks along {dim}")
+    if found:
+        return "; ".join(found) + f". The grid is {grid}; swapped extents or a floor division leave the last tiles out"
+    return "does the grid cover the ragged edge tiles (T.ceildiv), and does the last T.copy store the whole tile?"
+
+
+def _unwritten_or_nan(res, out, cmp, problem: str = "") -> bool:
     """Report never-written elements and NaNs the kernel wrote (they are different mistakes)."""
+    at = f" at {problem}" if problem else ""
     if cmp.unwritten:
-        res.failed(f"{cmp.unwritten} of {out.numel()} outputs were never written (still the poison NaN), ran in "
+        res.failed(f"{cmp.unwritten} of {out.numel()} outputs{at} were never written (still the poison NaN), ran in "
                    f"{res.ran_on}")
-        res.hint("does the grid cover the ragged edge tiles (T.ceildiv), and does the last T.copy store the whole tile?")
+        res.hint(_unwritten_hint(out))
         return True
     if cmp.nan:
-        res.failed(f"{cmp.nan} of {out.numel()} outputs are NaN the kernel computed, ran in {res.ran_on}")
+        res.failed(f"{cmp.nan} of {out.numel()} outputs{at} are NaN the kernel computed, ran in {res.ran_on}")
         res.hint("an accumulator that was never cleared (T.clear before the K loop) holds garbage: NaN in the emulator")
         return True
     return False
+
+
+def _name(problem) -> str:
+    return "x".join(map(str, problem))
+
+
+def _build(res, factory, problems, dtype, arch, want, names, what):
+    """The reader's factory called, its signature checked and compiled for each problem:
+    ``[(problem, kernel)]``, or None with the failure on ``res``. The first problem's checks are
+    reported; another problem's only where one fails (named by its shape)."""
+    built = []
+    for i, problem in enumerate(problems):
+        step = res if i == 0 else GemmExerciseResult()
+        program = call_factory(step, factory, (*problem, dtype), what)
+        kernel = None
+        if program is not None and _signature(step, program, want(*problem), names, dtype):
+            kernel = _compile(step, program, arch)
+        if kernel is None:
+            if i:
+                res.ok = False
+                res.lines += [f"{line} (at {_name(problem)})" if line.startswith("✘") else line
+                              for line in step.lines if not line.startswith(("✔", "○"))]
+            return None
+        built.append((problem, kernel))
+    return built
+
+
+def _k_cut(K, value_of):
+    """``(kept, value_of(kept))`` for each length ``K // block_K * block_K`` short of K (block_K in
+    :data:`checks.BLOCK_SIZES`): what a K loop of ``K // block_K`` full steps computes."""
+    for kept in sorted({K // block_K * block_K for block_K in checks.BLOCK_SIZES} - {0, K}, reverse=True):
+        yield kept, value_of(kept)
+
+
+def _k_cut_message(K, kept) -> str:
+    return (f"the output matches a K cut to its first {kept} of {K} columns, a whole number of block_K steps: a loop "
+            "of K // block_K steps drops K's partial last step — loop over T.ceildiv(K, block_K) steps (the copies "
+            "fill the part past K with zeros)")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -159,10 +223,11 @@ def pipeline_facts(src: str, arch: str) -> dict:
     }
 
 
-def check_gemm_transposed_b(factory, *, shape=DEFAULT_SHAPE, dtype: str = "float16", arch: str | None = None,
+def check_gemm_transposed_b(factory, *, problems=RAGGED_PROBLEMS, dtype: str = "float16", arch: str | None = None,
                             verbose: bool = True) -> ExerciseResult:
-    """Check a reader's ``factory(M, N, K, in_dtype)`` for ``C = ReLU(A @ B^T)``, B of shape (N, K)."""
-    res = _check_transposed_b(factory, tuple(shape), dtype, arch or runtime.current_arch())
+    """Check a reader's ``factory(M, N, K, in_dtype)`` for ``C = ReLU(A @ B^T)``, B of shape (N, K),
+    on each of ``problems`` ((M, N, K) each)."""
+    res = _check_transposed_b(factory, tuple(map(tuple, problems)), dtype, arch or runtime.current_arch())
     if verbose:
         print(res)
     return res
@@ -193,25 +258,24 @@ def _transposed_b_symptom(a, b_nk, out, tolerance) -> str:
     if checks.compare(out, as_k_by_n, tolerance=tolerance).ok:
         return ("the output matches B read as if it were stored (K, N): copy each B tile from B[bx * block_N, "
                 "ko * block_K] into a (block_N, block_K) shared tile and multiply with T.gemm(..., transpose_B=True)")
+    for kept, value in _k_cut(K, lambda k: torch.relu(a[:, :k].float() @ b_nk[:, :k].float().t())):
+        if checks.compare(out, value, tolerance=tolerance).ok:
+            return _k_cut_message(K, kept)
     return ("no negative outputs, so the ReLU is in place, but the products are wrong: check which element each "
             "B tile copy starts at (B is (N, K), so the tile for columns bx * block_N.. at step ko starts at "
             "B[bx * block_N, ko * block_K]) and that the shared tile is (block_N, block_K)")
 
 
-def _check_transposed_b(factory, shape, dtype, arch) -> ExerciseResult:
-    M, N, K = shape
+def _check_transposed_b(factory, problems, dtype, arch) -> ExerciseResult:
     res = GemmExerciseResult()
-    program = call_factory(res, factory, (M, N, K, dtype),
-                           "write factory(M, N, K, in_dtype) returning a T.prim_func(A: (M, K), B: (N, K), C: (M, N))")
-    if program is None:
+    built = _build(res, factory, problems, dtype, arch,
+                   lambda M, N, K: [((M, K), dtype), ((N, K), dtype), ((M, N), dtype)], ("A", "B", "C"),
+                   "write factory(M, N, K, in_dtype) returning a T.prim_func(A: (M, K), B: (N, K), C: (M, N))")
+    if built is None:
+        if res.lines[-1].startswith("✘ compiling"):
+            res.hint("a B tile copied as (block_N, block_K) is multiplied with T.gemm(..., transpose_B=True)")
         return res
-    if not _signature(res, program, [((M, K), dtype), ((N, K), dtype), ((M, N), dtype)], ("A", "B", "C"), dtype):
-        return res
-    kernel = _compile(res, program, arch)
-    if kernel is None:
-        res.hint("a B tile copied as (block_N, block_K) is multiplied with T.gemm(..., transpose_B=True)")
-        return res
-    src = kernel_source(kernel)
+    src = kernel_source(built[0][1])
     f = pipeline_facts(src, arch)
     want_tc = "wgmma" if arch == "sm_90a" else "mma.sync"
     if not src:
@@ -229,20 +293,24 @@ def _check_transposed_b(factory, shape, dtype, arch) -> ExerciseResult:
         res.checked("a pipelined K loop", "the K loop is software-pipelined" + (
             f" ({f['mbarriers']} mbarriers, TMA loads" + (", a producer warpgroup)" if f["warp_specialized"] else ")")
             if arch == "sm_90a" else f" (cp_async_wait {f['cp_async_waits']})"))
-    a, b = _inputs([(M, K), (N, K)], dtype)
-    out = checks.poisoned((M, N), a.dtype, a.device)
-    if not run_kernel(res, kernel, a, b, out):
-        return res
     tolerance = checks.TOLERANCE[dtype]
-    cmp = checks.compare(out, gemm_transposed_b_reference(a, b), tolerance=tolerance)
-    if _unwritten_or_nan(res, out, cmp):
-        return res
-    what = f"ReLU(a @ b.T) in fp32 ({M}x{N}x{K}, ragged)"
-    if not cmp.ok:
-        return res.failed(f"wrong values against {what}, ran in {res.ran_on}: {cmp} — "
-                          + _transposed_b_symptom(a, b, out, tolerance))
+    worst = None
+    for (M, N, K), kernel in built:
+        a, b = _inputs([(M, K), (N, K)], dtype)
+        out = checks.poisoned((M, N), a.dtype, a.device)
+        if not run_kernel(res, kernel, a, b, out, label=_name((M, N, K))):
+            return res
+        cmp = checks.compare(out, gemm_transposed_b_reference(a, b), tolerance=tolerance)
+        if _unwritten_or_nan(res, out, cmp, _name((M, N, K))):
+            return res
+        if not cmp.ok:
+            return res.failed(f"wrong values against ReLU(a @ b.T) in fp32 at {_name((M, N, K))}, ran in {res.ran_on}: "
+                              f"{cmp} — " + _transposed_b_symptom(a, b, out, tolerance))
+        worst = cmp if worst is None or cmp.rel_error > worst.rel_error else worst
     res.numerics_checked = True
-    res.checked(f"values in {res.ran_on}", f"matches {what} on fresh random inputs, ran in {res.ran_on}: {cmp}")
+    res.checked(f"values in {res.ran_on}",
+                f"matches ReLU(a @ b.T) in fp32 at {' and '.join(map(_name, problems))} (M, N and K each a multiple "
+                f"of no block), fresh random inputs, ran in {res.ran_on}; the worst: {worst}")
     return res
 
 
@@ -292,6 +360,9 @@ def _epilogue_symptom(a, b, bias, out, within) -> str:
                                 "to the accumulator first, then apply GELU to the sum")
     candidates["no bias"] = (gelu(product), "the output matches GELU(a @ b) without the bias: Bias is never added "
                                             "(read Bias[bx * block_N + j] for column j of the tile)")
+    K = a.shape[1]
+    for kept, value in _k_cut(K, lambda k: gelu(a[:, :k].float() @ b[:k].float() + bias.float())):
+        candidates[f"K cut to {kept}"] = (value, _k_cut_message(K, kept))
     scores = {name: within(out, value) for name, (value, _) in candidates.items()}
     best = min(scores, key=scores.get)
     exact = gelu(x)
@@ -307,41 +378,26 @@ def _epilogue_symptom(a, b, bias, out, within) -> str:
                if float(out.float().min()) >= 0 else "check the formula 0.5 · x · (1 + erf(x / √2)) term by term"))
 
 
-def check_gemm_epilogue(factory, *, shape=DEFAULT_SHAPE, dtype: str = "float16", arch: str | None = None,
+def check_gemm_epilogue(factory, *, problems=RAGGED_PROBLEMS, dtype: str = "float16", arch: str | None = None,
                         verbose: bool = True) -> ExerciseResult:
-    """Check a reader's ``factory(M, N, K, in_dtype)`` for ``C = GELU(A @ B + bias)``.
+    """Check a reader's ``factory(M, N, K, in_dtype)`` for ``C = GELU(A @ B + bias)`` on each of
+    ``problems`` ((M, N, K) each).
 
     Returns an :class:`ExerciseResult` (truthy when every check that could run passed) and, with
     ``verbose``, prints what was checked and what was not.
     """
-    res = _check_epilogue(factory, tuple(shape), dtype, arch or runtime.current_arch())
+    res = _check_epilogue(factory, tuple(map(tuple, problems)), dtype, arch or runtime.current_arch())
     if verbose:
         print(res)
     return res
 
 
-def _check_epilogue(factory, shape, dtype, arch) -> ExerciseResult:
-    M, N, K = shape
+def _check_epilogue(factory, problems, dtype, arch) -> ExerciseResult:
     res = GemmExerciseResult()
-    program = call_factory(res, factory, (M, N, K, dtype),
-                           "write factory(M, N, K, in_dtype) returning a T.prim_func(A, B, Bias, C)")
-    if program is None:
-        return res
-    want = [((M, K), dtype), ((K, N), dtype), ((N,), dtype), ((M, N), dtype)]
-    if not _signature(res, program, want, ("A", "B", "Bias", "C"), dtype):
-        return res
-    kernel = _compile(res, program, arch)
-    if kernel is None:
-        return res
-    # Pre-activations of magnitude about 1 (standard deviation ~1.1), where GELU curves: A ~ N(0, 1),
-    # B ~ N(0, 1/K) so that A @ B ~ N(0, 1), bias ~ N(0, 0.25).
-    a, b, bias = _inputs([(M, K), (K, N), (N,)], dtype, scales=[1.0, 1.0 / math.sqrt(K), 0.5])
-    out = checks.poisoned((M, N), a.dtype, a.device)
-    if not run_kernel(res, kernel, a, b, bias, out):
-        return res
-    reference = gemm_bias_gelu_reference(a, b, bias)
-    cmp = checks.compare(out, reference, tolerance=checks.TOLERANCE[dtype])
-    if _unwritten_or_nan(res, out, cmp):
+    built = _build(res, factory, problems, dtype, arch,
+                   lambda M, N, K: [((M, K), dtype), ((K, N), dtype), ((N,), dtype), ((M, N), dtype)],
+                   ("A", "B", "Bias", "C"), "write factory(M, N, K, in_dtype) returning a T.prim_func(A, B, Bias, C)")
+    if built is None:
         return res
     rounding = OUTPUT_ROUNDING[dtype]
 
@@ -350,19 +406,33 @@ def _check_epilogue(factory, shape, dtype, arch) -> ExerciseResult:
         allowed = SLACK * (rounding * expected.abs() + ABSOLUTE_FLOOR)
         return float(((output.float() - expected).abs() / allowed).max())
 
-    worst = within(out, reference)
-    x = a.float() @ b.float() + bias.float()
-    what = (f"the exact (erf) GELU(a @ b + bias) in fp32 ({M}x{N}x{K}, ragged; pre-activations in "
-            f"[{float(x.min()):.1f}, {float(x.max()):.1f}]), every output within {SLACK} of its own {dtype} rounding "
-            f"+ {ABSOLUTE_FLOOR:.0e}")
-    if worst > 1.0:
-        return res.failed(f"wrong values against {what}, ran in {res.ran_on}: max |out-ref| = {cmp.max_abs_error:.2e}, "
-                          f"{worst:.0f}x the allowed error at the worst element — "
-                          + _epilogue_symptom(a, b, bias, out, within))
+    worst, lowest, highest, largest = 0.0, 0.0, 0.0, 0.0
+    for (M, N, K), kernel in built:
+        # Pre-activations of magnitude about 1 (standard deviation ~1.1), where GELU curves: A ~ N(0, 1),
+        # B ~ N(0, 1/K) so that A @ B ~ N(0, 1), bias ~ N(0, 0.25).
+        a, b, bias = _inputs([(M, K), (K, N), (N,)], dtype, scales=[1.0, 1.0 / math.sqrt(K), 0.5])
+        out = checks.poisoned((M, N), a.dtype, a.device)
+        if not run_kernel(res, kernel, a, b, bias, out, label=_name((M, N, K))):
+            return res
+        reference = gemm_bias_gelu_reference(a, b, bias)
+        cmp = checks.compare(out, reference, tolerance=checks.TOLERANCE[dtype])
+        if _unwritten_or_nan(res, out, cmp, _name((M, N, K))):
+            return res
+        here = within(out, reference)
+        if here > 1.0:
+            return res.failed(f"wrong values against the exact (erf) GELU(a @ b + bias) in fp32 at {_name((M, N, K))}, "
+                              f"ran in {res.ran_on}: max |out-ref| = {cmp.max_abs_error:.2e}, {here:.0f}x the allowed "
+                              f"error (every output within {SLACK} of its own {dtype} rounding + {ABSOLUTE_FLOOR:.0e}) "
+                              "at the worst element — " + _epilogue_symptom(a, b, bias, out, within))
+        x = a.float() @ b.float() + bias.float()
+        worst, largest = max(worst, here), max(largest, cmp.max_abs_error)
+        lowest, highest = min(lowest, float(x.min())), max(highest, float(x.max()))
     res.numerics_checked = True
     res.checked(f"every value in {res.ran_on} against the exact GELU",
-                f"matches {what}, ran in {res.ran_on}: max |out-ref| = {cmp.max_abs_error:.2e}, worst element at "
-                f"{worst:.2f} of its allowance")
+                f"matches the exact (erf) GELU(a @ b + bias) in fp32 at {' and '.join(map(_name, problems))} (M, N and "
+                f"K each a multiple of no block; pre-activations in [{lowest:.1f}, {highest:.1f}]), ran in "
+                f"{res.ran_on}: every output within {SLACK} of its own {dtype} rounding + {ABSOLUTE_FLOOR:.0e}, max "
+                f"|out-ref| = {largest:.2e}, the worst element at {worst:.2f} of its allowance")
     return res
 
 

@@ -34,16 +34,45 @@ def builds_the_measured_program(factory, record) -> bool:
     return results.fingerprint([program]) == record["fingerprint"]
 
 
+#: (N, K), each a multiple of no block (:func:`checks.is_ragged`), where the reader's kernel cell must
+#: also build the package's program: the records' sizes are multiples of every block, where a loop
+#: of ``K // block_K`` steps and one of ``T.ceildiv(K, block_K)`` build the same program.
+RAGGED_N_K = (264, 200)
+
+
+def _builds_the_package_program_where_tiles_are_partial(factory, record) -> bool:
+    """True when ``factory`` builds the same program as the package's for ``record``'s dtype and
+    configuration at :data:`RAGGED_N_K`, where every dimension ends in a partial tile."""
+    from ... import results
+    from . import program_of
+    from .configs import GemmConfig
+
+    config = GemmConfig(**{k: record["config"][k] for k in GemmConfig.__dataclass_fields__}).as_dict()
+    N, K = RAGGED_N_K
+    mine, package = (f(None, N, K, in_dtype=record["dtype"], dynamic_m=True, **config)
+                     for f in (factory, program_of(record["config"])))
+    return results.fingerprint([mine]) == results.fingerprint([package])
+
+
 def whose_figures(factory, records) -> str:
-    """One line: are these recorded figures of the reader's kernel, or only of the package's copy?"""
+    """One line: are these recorded figures of the reader's kernel, or only of the package's copy?
+    The kernel cell must build each record's program at the record's shape, and the package's
+    program at a shape where every tile dimension is partial (:data:`RAGGED_N_K`)."""
     if not records:
         return "no current records to compare your kernel cell with"
     same = [builds_the_measured_program(factory, r) for r in records]
-    if all(same):
-        return ("your kernel cell builds exactly the programs these records measured "
-                f"({len(records)} records): the figures are your kernel's")
-    return (f"your kernel cell differs from the program {same.count(False)} of these {len(records)} records measured: "
-            "the figures are of the package's copy, not of your edit (time yours on a GPU: the next cell)")
+    if not all(same):
+        return (f"your kernel cell differs from the program {same.count(False)} of these {len(records)} records "
+                "measured: the figures are of the package's copy, not of your edit (time yours on a GPU: the next cell)")
+    N, K = RAGGED_N_K
+    if not all(_builds_the_package_program_where_tiles_are_partial(factory, r) for r in records):
+        return (f"your kernel cell builds the programs these records measured at their sizes, multiples of every "
+                f"block, but another program than the package's at N = {N}, K = {K}, where the last tiles are "
+                "partial: the figures are of the package's copy, not of your edit (does your grid or K loop drop a "
+                "partial tile? T.ceildiv counts it)")
+    return ("your kernel cell builds exactly the programs these records measured "
+            f"({len(records)} records), and the package's program where the last tiles are partial: the figures are "
+            "your kernel's")
 
 
 def recorded_figure(factory, *, dtype: str = "float16", sizes=(2048, 4096, 8192)):
