@@ -183,5 +183,15 @@ def flow_bugs():
     ]
 
 
+def __getattr__(name):
+    """``tt.lessons.rmsnorm.<module>`` (``backends``, ``triton_existing`` ...): imported when first used."""
+    import importlib
+    import importlib.util
+
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # the modules a notebook reaches through the lesson (lesson.exercises.check_..., ...)
 from . import dispatch, kernel, exercises  # noqa: E402,F401
