@@ -402,15 +402,16 @@ def test_the_seed_is_fitted_only_where_it_does_not_fit():
     assert rule.fitted(gr.SEED_CONFIG.replace(block_N=256), "sm_75").block_K == 32
 
 
-@pytest.mark.parametrize("N,K", [(4096, 4096), (1001, 1000)])
-def test_the_t4_seed_compiles_for_sm75_within_its_shared_memory(N, K):
-    """What the rule builds on a T4, compiled for sm_75 (no T4 needed): TileLang's launch asks for
+def test_the_t4_seed_compiles_for_sm75_within_its_shared_memory():
+    """What the rule builds on a T4 at 4096 x 4096 (the kernel test_on_a_t4_the_op_builds_what_fits
+    builds too), compiled for sm_75 (no T4 needed): TileLang's launch asks for
     at most 64 KiB, ptxas spills nothing, and the code is Turing's (mma.sync m16n8k8 fed by
     ldmatrix, plain 16-byte loads, no cp.async, no TMA, no wgmma)."""
     if runtime.nvcc_path() is None:
         pytest.skip("needs nvcc")
     from tilelang_tutorial.inspector import kernel_ptx, resource_usage
 
+    N = K = 4096
     kernel = gr.build_gemm_relu(N, K, config=rule.choose(64, N, K, "float16", "sm_75").config, arch="sm_75")
     assert runtime.dynamic_shared_memory(kernel) == 64 * 1024 <= runtime.ARCHS["sm_75"].smem_per_block
     (usage,) = resource_usage(kernel).values()
@@ -481,31 +482,59 @@ def test_the_rule_picks_what_the_sweep_measured_fastest(shape):
     assert got == SWEEP_WINNERS[shape], (shape, choice.label, choice.why)
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("shape", [(1, 4096, 72), (3, 264, 4096), (17, 200, 328), (100, 200, 264), (100, 7000, 64),
-                                   (300, 264, 200), (40, 7000, 136), (20, 6400, 6600), (140, 520, 4104),
-                                   (129, 1848, 4104)],
-                         ids=lambda s: "x".join(map(str, s)))
-def test_every_path_of_the_rule_matches_the_reference(shape, dtype):
-    """The GEMV, the split-K pair, the 64-row tiles (one and two rows of blocks), the 128 x 64 tile,
-    the waves model's pick and its few-block splits past 128 rows (64 x 64 split 4, 128 x 128 split 4),
-    through the op, on ragged shapes: poisoned output, fp32 reference."""
-    M, N, K = shape
+#: one case per path of the rule through the op, each at the smallest shape that takes it, ragged
+#: where the path allows (a multiple of no block in M, N and K): {path: (shape, dtype, its label)}.
+#: The dtypes alternate; the clamped and the swapped shapes are the ones test_last_rows.py's op
+#: tests run, so their kernels compile once.
+RULE_PATHS = {
+    "GEMV": ((1, 4104, 72), "float16", "gemv max_m=1 block_N=32 k_lanes=64 unroll=8"),
+    "short box, K split": ((3, 264, 4104), "bfloat16", "64x64x128-s4-t128-Square-nosw/k4 (short 8)"),
+    "short box": ((17, 200, 328), "float16", "64x64x128-s4-t128-Square-nosw (short 24)"),
+    "clamped second row": ((70, 3144, 72), "float16", "64x64x128-s4-t128-Square-nosw (clamped)"),
+    "two boxes": ((100, 4232, 72), "bfloat16", "128x64x64-s6-t128-Square-nosw (two boxes)"),
+    "128 x 64, K split in one wave": ((93, 2184, 4104), "float16", "128x64x64-s6-t128-Square-nosw/k3"),
+    "the waves pick": ((200, 136, 264), "bfloat16", "64x128x64-s4-t128-Square-sw4c"),
+    "few blocks, K split": ((129, 200, 4104), "bfloat16", "64x64x128-s4-t128-Square-nosw/k4"),
+    "swapped": ((300, 264, 200), "float16", "48x64x64-s8-t128-FullRow-nosw-smemC (swapped)"),
+}
+
+
+@pytest.mark.parametrize("path", list(RULE_PATHS))
+def test_every_path_of_the_rule_matches_the_reference(path):
+    """Each of the rule's paths (the GEMV, the short box with and without a split of K, the clamped
+    second row, the two boxes, the 128 x 64 tile with K split, the waves pick past 128 rows and its
+    few-block split, the swapped kernel) taken at its shape and run through the op: poisoned
+    output, fp32 reference."""
+    (M, N, K), dtype, label = RULE_PATHS[path]
+    assert rule.choose(M, N, K, dtype, "sm_90a").label == label, "the shape no longer takes this path"
     device = runtime.mode().device
     tdt = getattr(torch, dtype)
     a, b = checks.random_tensor((M, K), tdt, device), checks.random_tensor((K, N), tdt, device)
     out = checks.poisoned((M, N), tdt, device)
     gr.gemm_relu(a, b, out=out)
     checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dtype],
-                        what=f"{shape} {rule.choose(M, N, K, dtype).label}")
+                        what=f"{path}: {M}x{N}x{K} {dtype} {label}")
 
 
-@pytest.mark.parametrize("name", [n for n, _, _ in rule.LARGE_M_TILES if n.startswith(("m256", "m192"))])
+#: the tall tiles run below: 256 rows (two 128-row consumer warpgroups) at the narrowest width, at
+#: one that is not a power of two, and at the widest (three stages); the 192-row tile (three
+#: consumer warpgroups of 64 rows). The other widths are the same program at other widths.
+TALL_TILES = ("m256n128", "m256n176", "m256n192", "m192n192")
+
+
+def test_the_tall_tiles_run_cover_each_kind_of_tall_tile():
+    tall = {n: c for n, c, _ in rule.LARGE_M_TILES if n.startswith(("m256", "m192"))}
+    assert set(TALL_TILES) <= set(tall)
+    assert {(c.block_M, c.threads) for c in tall.values()} == {(tall[n].block_M, tall[n].threads) for n in TALL_TILES}
+    widths = [c.block_N for c in tall.values() if c.block_M == 256]
+    assert {min(widths), max(widths)} <= {tall[n].block_N for n in TALL_TILES}
+
+
+@pytest.mark.parametrize("name", TALL_TILES)
 def test_each_tall_tile_matches_the_reference(name):
-    """The rule's 256-row tiles (two 128-row consumer warpgroups) and its 192-row one (three of 64
-    rows) through the op on a shape ragged in M, N and K against each tile (300 = 256 + 44 or
-    192 + 108 rows, 296 columns, K = 200 = 3 x 64 + 8), where this machine runs kernels: poisoned
-    output, fp32 reference, every element written."""
+    """The rule's tall tiles through the op on a shape ragged in M, N and K against each tile
+    (300 = 256 + 44 or 192 + 108 rows, 296 columns, K = 200 = 3 x 64 + 8), where this machine runs
+    kernels: poisoned output, fp32 reference, every element written."""
     cfg = dict((n, c) for n, c, _ in rule.LARGE_M_TILES)[name]
     device = runtime.mode().device
     M, N, K = 300, 296, 200
@@ -516,7 +545,7 @@ def test_each_tall_tile_matches_the_reference(name):
                         what=f"{name} ({cfg.name}) on {M}x{N}x{K}")
 
 
-@pytest.mark.parametrize("M,N,K,split", [(5, 264, 1000, 3), (1, 128, 256, 2), (130, 200, 640, 4)])
+@pytest.mark.parametrize("M,N,K,split", [(5, 264, 1000, 3), (130, 200, 648, 4)])
 def test_split_k_matches_the_reference_in_the_emulator(M, N, K, split):
     from tilelang_tutorial import emulate
 
@@ -671,6 +700,7 @@ def test_tmem_program_is_refused_off_sm100():
 # Notebook 02's reading of the generated code, and the reader's kernel reaching the op
 # ------------------------------------------------------------------------------------------------
 from tilelang_tutorial.lessons.gemm import plots, reading  # noqa: E402
+from tilelang_tutorial.exercise_kit import mutated  # noqa: E402
 
 #: the excerpt notebook 02 prints (section 4): the two warpgroups' K loops
 NOTEBOOK_02_EXCERPT = dict(start=r"threadIdx.x\) < 128", stop=r"\]\.arrive\(\)",
@@ -739,6 +769,13 @@ def test_the_recorded_figure_says_whether_the_readers_cell_was_measured():
     assert all(plots.builds_the_measured_program(gr.gemm_relu_program, r) for r in records)
     assert not any(plots.builds_the_measured_program(_no_relu_program, r) for r in records)
     assert "package's copy, not of your edit" in plots.whose_figures(_no_relu_program, records)
+    assert "the figures are your kernel's" in plots.whose_figures(gr.gemm_relu_program, records)
+    # a K loop of K // block_K steps builds the measured programs (K is a multiple of every block_K
+    # there) and drops K's partial last step where there is one: not the measured kernel
+    k_floor = mutated(gr.gemm_relu_program, ("T.Pipelined(T.ceildiv(K, block_K)", "T.Pipelined(K // block_K"))
+    assert all(plots.builds_the_measured_program(k_floor, r) for r in records)
+    assert all(map(checks.is_ragged, plots.RAGGED_N_K))
+    assert "another program than the package's at N = 264, K = 200" in plots.whose_figures(k_floor, records)
 
 
 def test_a_repeated_call_reuses_its_plan_and_new_data_still_gets_the_right_answer(monkeypatch):
@@ -748,13 +785,13 @@ def test_a_repeated_call_reuses_its_plan_and_new_data_still_gets_the_right_answe
 
     device = runtime.mode().device
     gr.clear_plans()
-    a, b = checks.random_tensor((3, 72), torch.float16, device), checks.random_tensor((72, 40), torch.float16, device)
-    gr.gemm_relu(a, b, gr.SEED_CONFIG)
+    a, b = checks.random_tensor((3, 64), torch.float16, device), checks.random_tensor((64, 32), torch.float16, device)
+    gr.gemm_relu(a, b, gr.SEED_CONFIG)          # the kernel of the tests below (N = 32, K = 64)
     calls, validate = [], gr.validate_inputs
     monkeypatch.setattr(gr, "validate_inputs", lambda *x, **k: calls.append("validate") or validate(*x, **k))
     monkeypatch.setattr(gemm_rule, "choose", lambda *x, **k: pytest.fail("asked the rule again"))
-    a2, b2 = checks.random_tensor((3, 72), torch.float16, device), checks.random_tensor((72, 40), torch.float16, device)
-    out = checks.poisoned((3, 40), torch.float16, device)
+    a2, b2 = checks.random_tensor((3, 64), torch.float16, device), checks.random_tensor((64, 32), torch.float16, device)
+    out = checks.poisoned((3, 32), torch.float16, device)
     gr.gemm_relu(a2, b2, gr.SEED_CONFIG)                     # same key as the first call: the plan
     c = gr.gemm_relu(a2, b2, gr.SEED_CONFIG, out=out)        # a new key (an out): validated once
     assert c is out
