@@ -152,6 +152,8 @@ def exercise_cases():
                                  "as if it were stored (K, N)"),
                      WrongAnswer("grid extents swapped", mutated(bt, grid), "bx walks N's tiles"),
                      WrongAnswer("K loop of K // block_K steps", mutated(bt, k_floor), "drops K's partial last step"),
+                     WrongAnswer("fp16 accumulator", mutated(bt, ('accum_dtype = "float32"', "accum_dtype = in_dtype")),
+                                 "summed in fewer bits than fp32"),
                  )),
         Exercise("02 bias + GELU", ex.check_gemm_epilogue, gelu, starter=todo,
                  wrong_answers=(
@@ -187,6 +189,9 @@ def exercise_cases():
                                  "sum of each slice's ReLU"),
                      WrongAnswer("accumulator not cleared", mutated(sk, ("T.clear(acc)", "")), "never cleared"),
                      WrongAnswer("grid rounds M down", mutated(sk, (sk_grid, "M // block_M, split, threads=threads")),
+                                 "no block ever added to them"),
+                     WrongAnswer("grid extents swapped", mutated(sk, (
+                         "T.ceildiv(N, block_N), T.ceildiv(M, block_M), split", "T.ceildiv(M, block_M), T.ceildiv(N, block_N), split")),
                                  "no block ever added to them"),
                      WrongAnswer("no split at all", mutated(sk, (sk_steps, "steps_per_split = -(-K // block_K)"),
                                                             (sk_grid, "T.ceildiv(M, block_M), 1, threads=threads")),

@@ -403,9 +403,8 @@ def test_the_seed_is_fitted_only_where_it_does_not_fit():
 
 
 def test_the_t4_seed_compiles_for_sm75_within_its_shared_memory():
-    """What the rule builds on a T4 at 4096 x 4096 (the kernel test_on_a_t4_the_op_builds_what_fits
-    builds too), compiled for sm_75 (no T4 needed): TileLang's launch asks for
-    at most 64 KiB, ptxas spills nothing, and the code is Turing's (mma.sync m16n8k8 fed by
+    """What the rule builds on a T4 at 4096 x 4096, compiled for sm_75 (no T4 needed): TileLang's
+    launch asks for at most 64 KiB, ptxas spills nothing, and the code is Turing's (mma.sync m16n8k8 fed by
     ldmatrix, plain 16-byte loads, no cp.async, no TMA, no wgmma)."""
     if runtime.nvcc_path() is None:
         pytest.skip("needs nvcc")
