@@ -15,13 +15,6 @@ inference on them (:func:`tilelang_tutorial.layouts.infer_layouts`), which needs
   warpgroup; :func:`chained_gemm_fragment_program` keeps it in registers, which inference rejects.
 * :func:`transpose_program` - ``B = A^T`` through a shared tile read down its columns: notebook
   03's kernel for bank conflicts, with ``pad`` and ``swizzle`` as the reader's choices.
-* :func:`two_warpgroup_program` - the shape of MLA decode's two GEMMs with 256 consumer threads
-  (the reproducer of ``docs/tilelang-0.1.15-notes.md``): scores ``acc_s`` (64 x 64) and output
-  ``acc_o`` (64 x 512); the scores go through shared memory (``S_shared``) because the second GEMM
-  needs all of them in every warpgroup.
-* :func:`two_warpgroup_fragment_program` - the same with the scores cast into a register fragment
-  instead of ``S_shared`` (the spelling that expects inference to insert the exchange): TileLang 0.1.15's
-  layout inference rejects it, because no copy between fragments moves data across warpgroups.
 """
 from __future__ import annotations
 
@@ -200,83 +193,3 @@ def transpose_program(M: int, N: int, block: int = 64, pad: int = 0, swizzle: bo
 
     return transpose
 
-
-def two_warpgroup_program(
-    heads: int = 64,
-    dim: int = 512,
-    block_N: int = 64,
-    seqlen: int = 256,
-    threads: int = 256,
-    policy=T.GemmWarpPolicy.FullCol,
-    dtype: str = "float16",
-    num_stages: int = 1,
-):
-    """The two GEMMs of an MLA-decode block (no softmax, no rope part: only the layouts matter).
-
-    ``acc_s = Q @ KV^T`` (heads x block_N) then ``acc_o += S @ KV`` (heads x dim).  The user
-    writes the ``T.copy(acc_s, S_shared)``: under a column split each warpgroup holds only part
-    of the scores, but the second GEMM needs every score in every warpgroup, so they go through
-    shared memory.  Everything else (who owns what) is inferred.
-    """
-
-    @T.prim_func
-    def two_warpgroups(
-        Q: T.Tensor((heads, dim), dtype),
-        KV: T.Tensor((seqlen, dim), dtype),
-        Out: T.Tensor((heads, dim), dtype),
-    ):
-        with T.Kernel(1, threads=threads) as bx:
-            Q_shared = T.alloc_shared((heads, dim), dtype)
-            KV_shared = T.alloc_shared((block_N, dim), dtype)
-            S_shared = T.alloc_shared((heads, block_N), dtype)
-            acc_s = T.alloc_fragment((heads, block_N), "float32")
-            acc_o = T.alloc_fragment((heads, dim), "float32")
-            T.copy(Q, Q_shared)
-            T.clear(acc_o)
-            for k in T.Pipelined(T.ceildiv(seqlen, block_N), num_stages=num_stages):
-                T.copy(KV[k * block_N, 0], KV_shared)
-                T.clear(acc_s)
-                T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True, policy=policy)
-                T.copy(acc_s, S_shared)
-                T.gemm(S_shared, KV_shared, acc_o, policy=policy)
-            T.copy(acc_o, Out)
-
-    return two_warpgroups
-
-
-def two_warpgroup_fragment_program(
-    heads: int = 64,
-    dim: int = 512,
-    block_N: int = 64,
-    seqlen: int = 256,
-    threads: int = 256,
-    policy=T.GemmWarpPolicy.FullCol,
-    dtype: str = "float16",
-):
-    """:func:`two_warpgroup_program` with P cast into a register fragment, ``S_frag``, instead of
-    shared memory. Layout inference fails on it ("Layout infer conflict between acc_s and S_frag"):
-    the second GEMM wants every score in both warpgroups, the first leaves half in each."""
-
-    @T.prim_func
-    def two_warpgroups_fragment(
-        Q: T.Tensor((heads, dim), dtype),
-        KV: T.Tensor((seqlen, dim), dtype),
-        Out: T.Tensor((heads, dim), dtype),
-    ):
-        with T.Kernel(1, threads=threads) as bx:
-            Q_shared = T.alloc_shared((heads, dim), dtype)
-            KV_shared = T.alloc_shared((block_N, dim), dtype)
-            S_frag = T.alloc_fragment((heads, block_N), dtype)   # registers, where S_shared was
-            acc_s = T.alloc_fragment((heads, block_N), "float32")
-            acc_o = T.alloc_fragment((heads, dim), "float32")
-            T.copy(Q, Q_shared)
-            T.clear(acc_o)
-            for k in T.Pipelined(T.ceildiv(seqlen, block_N), num_stages=1):
-                T.copy(KV[k * block_N, 0], KV_shared)
-                T.clear(acc_s)
-                T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True, policy=policy)
-                T.copy(acc_s, S_frag)
-                T.gemm(S_frag, KV_shared, acc_o, policy=policy)
-            T.copy(acc_o, Out)
-
-    return two_warpgroups_fragment
