@@ -42,7 +42,7 @@ def measured(record):
                           triton_existing._rmsnorm_silu_kernel.fn, f"triton config {c['triton_config']}"]
     cfg = op.config_from_dict(c["kernel_config"])
     return [op.op_program(C, record["dtype"], cfg)] + op_code + [
-        op.rmsnorm_silu, op._call, op.validate_rmsnorm_silu_inputs]
+        op.rmsnorm_silu, op._call, op._plan, op.validate_rmsnorm_silu_inputs]
 
 
 def points(quick: bool = False):

@@ -2,9 +2,9 @@
 
 :mod:`.kernel` holds the kernels (notebook 05's cells) and the layout rule; this module picks a
 layout for each width (:func:`config_for`: the rule, or warp segments (:mod:`.warp_segments`) in
-three bf16 bands), compiles each (C, dtype, layout) once, checks the
-inputs once per key and launches (:func:`_call`). :func:`rmsnorm_silu_from` is the same op built
-from another kernel factory (notebook 05 passes it the reader's kernel cell).
+three bf16 bands), compiles each (C, dtype, layout) once, and checks the inputs and plans the
+launch once per key (:func:`_call`, through :class:`runtime.Launchers`). :func:`rmsnorm_silu_from`
+is the same op built from another kernel factory (notebook 05 passes it the reader's kernel cell).
 """
 import functools
 
@@ -12,7 +12,7 @@ import torch as _torch                  # torch comes with TileLang
 from torch import Tensor as _Tensor
 
 from ... import runtime
-from ...checks import check_tensor, first_problem
+from ...checks import check_tensor
 from .kernel import (CHANNEL_MULTIPLE, CONFIG_FIELDS, DEFAULT_EPS, RMSNormSiLUConfig, check_channel_width,
                      default_config, rmsnorm_silu_program)
 from .warp_segments import SEGMENT_CONFIG_FIELDS, WarpSegmentConfig, warp_segment_rmsnorm_silu_program
@@ -70,50 +70,21 @@ def _dtype_name(t) -> str:
     return str(t.dtype).replace("torch.", "")
 
 
-#: Inputs that passed every check, by what the checks depend on (the key in
-#: :func:`validate_rmsnorm_silu_inputs`):
-#: ``{key: C}``. Bounded: cleared when it reaches _VALIDATED_MAX entries.
-_VALIDATED: dict = {}
-_VALIDATED_MAX = 4096
+#: The most launchers an op keeps (one per key, :func:`_call`); past it, it starts over.
+MAX_PLANS = 4096
 
 
 def validate_rmsnorm_silu_inputs(x, gamma, out=None, *, what: str = "rmsnorm_silu") -> int:
     """Check everything that can be checked without a GPU; return C. Raises TypeError/ValueError
-    with one line naming the problem, before any compiler runs.
+    with one line naming the first problem, before any compiler runs.
 
     Non-contiguous ``x`` is an error (not a silent copy, which would double the memory traffic):
     pass ``x.contiguous()``, or a channels-last activation viewed as (..., C), which is contiguous.
-
-    The checks run in full once per combination of dtypes, shapes, devices and contiguity (and the
-    mode's device); a later call with the same combination only rebuilds that key and checks that
-    ``out`` is not ``x`` (the one check that depends on the data pointers): 1.7 against 3.6 us on
-    this project's 2-core CPU with ``out`` (``test_rmsnorm.py`` checks that it stays cheaper).
+    The op makes these checks once per key (:func:`_call`); this function makes them all, every time.
     """
-    device = runtime.mode().device      # cuda on a GPU; cpu where kernels run in the emulator
-    # The key: everything the full checks read except the data pointers (the in-place check is
-    # made on every call below): each tensor's shape, dtype, device and contiguity, the mode's
-    # device. Only for real tensors; anything else gets the full checks, which name it.
-    key = None
-    if isinstance(x, _Tensor) and isinstance(gamma, _Tensor) and (out is None or isinstance(out, _Tensor)):
-        key = (x.shape, x.dtype, x.device, x.is_contiguous(), gamma.shape, gamma.dtype, gamma.device,
-               gamma.is_contiguous(), None if out is None else (out.shape, out.dtype, out.device, out.is_contiguous()),
-               device, what)
-    C = _VALIDATED.get(key) if key is not None else None
-    if C is None:
-        C = _validate_fully(x, gamma, out, what, device)
-        if key is not None:
-            if len(_VALIDATED) >= _VALIDATED_MAX:
-                _VALIDATED.clear()
-            _VALIDATED[key] = C
-    elif out is not None and out.numel() and out.data_ptr() == x.data_ptr():
-        raise ValueError(f"{what}: out must not be x itself (in-place is not supported)")
-    return C
-
-
-def _validate_fully(x, gamma, out, what: str, device: str) -> int:
-    """Every check of :func:`validate_rmsnorm_silu_inputs`, from scratch."""
     import torch
 
+    device = runtime.mode().device      # cuda on a GPU; cpu where kernels run in the emulator
     check_tensor(x, "x", dtype=(torch.float16, torch.bfloat16), device_type=None, contiguous=False)
     if x.dim() < 1:
         raise ValueError(f"{what}: x must have at least one dimension (the channels), got a scalar")
@@ -153,11 +124,6 @@ def _validate_fully(x, gamma, out, what: str, device: str) -> int:
     return C
 
 
-#: The op's calls that passed every check, by what the checks and the kernel choice depend on
-#: (see :func:`_call`) -> ``(mode, kernel, C, how, trusted)``. Bounded like ``_VALIDATED``.
-_CALLS = runtime.CallCache(_VALIDATED_MAX)
-
-
 def _full_key(x, gamma, out):
     """Every attribute the full checks read but the data pointers: each tensor's shape, dtype,
     device and contiguity."""
@@ -167,73 +133,91 @@ def _full_key(x, gamma, out):
             gamma.is_contiguous(), out.shape, out.dtype, out.device, out.is_contiguous())
 
 
-def _call(calls, kernel_for, x, gamma, eps, out):
-    """One call of the op: the checks and the kernel lookup done once per key, then only what
-    depends on this call's data (``out`` is not ``x``, the output buffer, the launch).
+_IN_PLACE = "rmsnorm_silu: out must not be x itself (in-place is not supported)"
+
+
+def _plan(kernel_for, x, gamma, eps, out):
+    """Check (one line naming the first problem, before anything compiles), build
+    ``kernel_for(C, dtype)`` and return ``(launch, kernels)`` (:class:`runtime.Launchers`):
+    ``launch(x, gamma, eps, out)`` runs every call with this key and returns y (``out``, or a new
+    tensor where ``out`` is None), and the compiled kernel it launches (none for an empty x).
+
+    The launch makes the one check that reads the data pointers (``out`` is not ``x``); a 2-D x
+    is launched as it is, any other on (rows, C) views; on a machine with several GPUs, on x's GPU,
+    whichever is current."""
+    C = validate_rmsnorm_silu_inputs(x, gamma, out)
+    if x.numel() == 0:                           # nothing to launch
+        return (lambda x, gamma, eps, out: _torch.empty_like(x) if out is None else out), ()
+    kernel = kernel_for(C, _dtype_name(x))
+    run = runtime.launcher(kernel)               # the compiled kernel in GPU mode, the emulator otherwise
+
+    # Each launch makes the one check that reads the data pointers (out is not x) inline: a
+    # repeated call's host cost is the bare kernel call's plus a lookup.
+    if runtime.mode().name == "gpu" and _torch.cuda.device_count() > 1:
+        def launch(x, gamma, eps, out):
+            if out is None:
+                out = _torch.empty_like(x)
+            elif out.data_ptr() == x.data_ptr():
+                raise ValueError(_IN_PLACE)
+            with _torch.cuda.device(x.device):
+                run(x.view(-1, C), gamma, out.view(-1, C), float(eps))
+            return out
+    elif x.dim() == 2:
+        def launch(x, gamma, eps, out):
+            if out is None:
+                out = _torch.empty_like(x)
+            elif out.data_ptr() == x.data_ptr():
+                raise ValueError(_IN_PLACE)
+            run(x, gamma, out, float(eps))
+            return out
+    else:
+        def launch(x, gamma, eps, out):
+            if out is None:
+                out = _torch.empty_like(x)
+            elif out.data_ptr() == x.data_ptr():
+                raise ValueError(_IN_PLACE)
+            run(x.view(-1, C), gamma, out.view(-1, C), float(eps))
+            return out
+    return launch, (kernel,)
+
+
+def _launchers(kernel_for) -> runtime.Launchers:
+    """An op's launchers, one per key (:func:`_call`), building ``kernel_for(C, dtype)``. The
+    plan and the checks are looked up when called, so a test that replaces either is seen at once."""
+    return runtime.Launchers(lambda *args: _plan(kernel_for, *args),
+                             lambda x, gamma, eps, out: validate_rmsnorm_silu_inputs(x, gamma, out), MAX_PLANS)
+
+
+def _call(launchers, x, gamma, eps, out):
+    """One call of the op through its ``launchers``: the checks and the build run once per key,
+    and a later call with the key costs the lookup and the launch (:func:`_plan`).
 
     The key, in GPU mode, is what picks the kernel and the way it is launched: x's shape and dtype
     and whether ``out`` is given. The compiled kernel checks every tensor argument itself before it
     launches (dtype, dimensions, each dimension, strides, device; :func:`runtime.checks_its_arguments`),
-    so a later call with a wrong ``gamma`` or ``out`` is refused by the kernel and then named by the
-    full checks in one line. Where the kernel checks nothing (another backend, or an empty input,
-    which launches nothing) the full checks run on every call. In the emulator nothing checks the
-    arguments: the key holds every attribute the checks read (:func:`_full_key`). An entry is used
-    only while :func:`runtime.mode` is still the one it was made under. Anything but tensors misses
-    the key and gets the full checks, which name the problem.
+    so a later call with a wrong ``gamma`` or ``out`` is refused by the kernel and then named by
+    :func:`validate_rmsnorm_silu_inputs` in one line. Where nothing checks the arguments (an empty
+    input, which launches nothing, or a kernel of another backend) the checks run on every call. In
+    the emulator the key holds every attribute the checks read (:func:`_full_key`). Anything but
+    tensors gets no key and the full checks, which name the problem.
     """
     m = runtime.mode()
     try:
         key = (x.shape, x.dtype, out is None) if m.name == "gpu" else _full_key(x, gamma, out)
-        hit = calls.get(key)
-    except (AttributeError, TypeError):      # not tensors: the full checks say what is wrong
-        key = hit = None
-    if hit is None or hit[0] is not m:
-        C = validate_rmsnorm_silu_inputs(x, gamma, out)
-        if x.numel() == 0:
-            how = "empty"
-        elif m.name != "gpu":
-            how = "run"                       # runtime.run: the emulator on CPU tensors
-        elif _torch.cuda.device_count() > 1:
-            how = "guarded"                   # launch on x's GPU, whichever is current
-        else:
-            how = "direct" if x.dim() == 2 else "view"
-        kernel = None if how == "empty" else kernel_for(C, _dtype_name(x))
-        trusted = m.name != "gpu" or (how in ("direct", "view") and runtime.checks_its_arguments(kernel))
-        hit = (m, kernel, C, how, trusted)
-        calls.remember(key, hit)
-    elif not hit[4]:                          # GPU mode, and nothing else checks these arguments
-        validate_rmsnorm_silu_inputs(x, gamma, out)
-    elif out is not None and out.data_ptr() == x.data_ptr() and hit[3] != "empty":
-        raise ValueError("rmsnorm_silu: out must not be x itself (in-place is not supported)")
-    _, kernel, C, how, _ = hit
-    y = _torch.empty_like(x) if out is None else out
-    try:
-        if how == "direct":
-            kernel(x, gamma, y, float(eps))       # runtime.run's GPU path, without asking again
-        elif how == "view":
-            kernel(x.view(-1, C), gamma, y.view(-1, C), float(eps))
-        elif how == "guarded":
-            with _torch.cuda.device(x.device):
-                kernel(x.view(-1, C), gamma, y.view(-1, C), float(eps))
-        elif how == "run":
-            runtime.run(kernel, x.view(-1, C), gamma, y.view(-1, C), float(eps))
-    except Exception:
-        problem = first_problem(_validate_fully, x, gamma, out, "rmsnorm_silu", m.device)
-        if problem is None:                   # not an argument the checks refuse: the kernel's own error
-            raise
-        raise problem from None
-    return y
+    except (AttributeError, TypeError):      # not tensors: the checks say what is wrong
+        key = None
+    return launchers(m, key, x, gamma, eps, out)
 
 
-def _op_kernel(C: int, dtype: str):
-    return build_rmsnorm_silu(C, dtype)
+#: The op's launchers; the builder is looked up when a key is planned (a test may replace it).
+_LAUNCHERS = _launchers(lambda C, dtype: build_rmsnorm_silu(C, dtype))
 
 
 def rmsnorm_silu(x, gamma, eps: float = DEFAULT_EPS, out=None):
     """y = silu(rms_norm(x) * gamma) over the last dim; returns ``out`` (allocated if None). Runs on
-    the GPU in GPU mode, in the tile emulator on CPU tensors otherwise. The checks and the kernel
-    lookup run once per combination of shapes, dtypes, devices and contiguity (:func:`_call`)."""
-    return _call(_CALLS, _op_kernel, x, gamma, eps, out)
+    the GPU in GPU mode, in the tile emulator on CPU tensors otherwise. The checks and the build
+    run once per combination of shapes, dtypes, devices and contiguity (:func:`_call`)."""
+    return _call(_LAUNCHERS, x, gamma, eps, out)
 
 
 @functools.lru_cache(maxsize=None)
@@ -251,13 +235,13 @@ def rmsnorm_silu_from(program):
     run the reader's kernel. (A separate function, so that the op's own code, which the benchmark
     records fingerprint, stays as measured.)
     """
-    calls = runtime.CallCache(_VALIDATED_MAX)
-
     def kernel_for(C: int, dtype: str):
         return _build_from(program, C, dtype, default_config(C, dtype), runtime.current_arch())
 
+    launchers = _launchers(kernel_for)
+
     def op(x, gamma, eps: float = DEFAULT_EPS, out=None):
-        return _call(calls, kernel_for, x, gamma, eps, out)
+        return _call(launchers, x, gamma, eps, out)
 
     op.__name__ = op.__qualname__ = f"rmsnorm_silu_from({getattr(program, '__name__', 'program')})"
     return op
