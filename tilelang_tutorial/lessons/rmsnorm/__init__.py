@@ -41,7 +41,7 @@ def measured(record):
     if record["kernel"] == "vae_block_e2e":
         return ([program] if c["dispatch_path"] == "tilelang" else []) + [vae_block.VAEResBlock, vae_block.fused_norm_silu, vae_block.eager_norm_silu,
                                                                             dispatch.fused_rmsnorm_silu]
-    return [program, op.rmsnorm_silu, op._call]
+    return [program, op.rmsnorm_silu, op._call, op._plan]
 
 
 results.register_suite("rmsnorm", measured)
