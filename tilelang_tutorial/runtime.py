@@ -464,26 +464,6 @@ class Launchers:
         self.entries.clear()
 
 
-class CallCache(dict):
-    """A bounded ``{key: entry}`` for the ops that keep their own per-key plans (``gemm_relu``,
-    ``rmsnorm_silu``; :class:`Launchers` is the fast path the others call through): :meth:`remember`
-    starts over when ``maxsize`` entries are held."""
-
-    __slots__ = ("maxsize",)
-
-    def __init__(self, maxsize: int = 1024):
-        super().__init__()
-        self.maxsize = maxsize
-
-    def remember(self, key, entry) -> None:
-        """Keep ``entry`` under ``key`` (None: a call whose inputs could not be keyed; kept nowhere)."""
-        if key is None:
-            return
-        if len(self) >= self.maxsize:
-            self.clear()
-        self[key] = entry
-
-
 def launcher(kernel, emulator_checks: str | None = None):
     """What :func:`run` would do with ``kernel``, decided once: a callable taking the kernel's
     arguments. Plans keep one, so their fast path pays no mode check per call. ``emulator_checks``:
