@@ -1,15 +1,17 @@
-"""Notebook 05's exercises (1, 2) and notebook 05b's (3, 4: below, after exercise 1's checker).
+"""Notebook 05's checks: of its kernel cells (and 05b's), :func:`check_rmsnorm_silu`, and of its
+exercises (1, 2); notebook 05b's exercises (3, 4: below, after exercise 1's checker).
 
-1. **Choose the layout configuration** for C = 640 (fp16): how many threads share a row
-   (``group``) and how many threads a block has (``threads``). Give
+1. **Choose the layout configuration** for C = 640 (fp16) by notebook 05's rule (section 3):
+   how many threads share a row (``group``) and how many threads a block has (``threads``). Give
    ``RMSNormSiLUConfig(group=..., threads=...)`` (from the lesson's ``kernel`` module) to
-   ``check_rmsnorm_config(config)``. The checker builds ``rmsnorm_silu_program(640, config=...)``,
-   compiles it (either mode) and reads what compilation can tell: 16-byte (``uint4``) loads of X
-   and stores of Y, the size of the reduction (``AllReduce`` over ``group`` lanes), each
-   thread's slice of the row, and ptxas's registers and spills (``inspector.resource_usage``, no
-   GPU needed), then runs the kernel against the fp32 reference (GPU, or the tile emulator).
-   A layout that pads the row where an unpadded one builds is rejected, with the width sweep's
-   measurement where it has one; which correct layout is *fastest* is timed only on a GPU (○ here).
+   ``check_rmsnorm_config(config)``. The checker grades the choice by the rule, naming the part
+   it breaks (more than ``MAX_VECTORS_PER_LANE`` vectors a lane, a larger group than the smallest
+   within that cap, a block of other than 256 threads), then builds
+   ``rmsnorm_silu_program(640, config=...)``, compiles it (either mode) and reads what compilation
+   can tell: 16-byte (``uint4``) loads of X and stores of Y, the size of the reduction
+   (``AllReduce`` over ``group`` lanes), and ptxas's registers and spills
+   (``inspector.resource_usage``, no GPU needed), then runs the kernel through the kernel cells'
+   check (:func:`check_kernel_rows`).
 
 2. **A residual input**: ``y = silu(rms_norm(x + r) * gamma)`` over the last dim, ``x + r``
    formed in fp32. Write ``factory(C, dtype)`` returning a ``T.prim_func`` with five parameters,
@@ -26,11 +28,12 @@
    your factory for C = 96 (a width where layout inference alone goes wrong), checks the
    parameters (names do not matter; shapes and dtypes do), reads the program's layout annotations,
    compiles it, reads the generated CUDA (X and R must be loaded and Y stored with 16-byte
-   vectors), and runs C = 96 and C = 640 with a ragged number of rows and a poisoned (NaN) output
-   against the fp32 reference, on the GPU or in the tile emulator. The inputs hold ordinary rows
-   and three kinds that catch shortcuts (:data:`ROW_KINDS`): rows where x + r exceeds fp16's
-   range (a 16-bit sum overflows), rows whose mean square is below eps, and rows with x + r = 0
-   (both need eps); a failure names the kinds of row that went wrong.
+   vectors), and runs :data:`RUN_WIDTHS` (C = 96, a width the rule's group divides and one it
+   pads) with a ragged number of rows, a poisoned (NaN) output and eps drawn at random
+   (:func:`drawn_eps`) against the fp32 reference, on the GPU or in the tile emulator. The inputs
+   hold ordinary rows and three kinds that catch shortcuts (:data:`ROW_KINDS`): rows where x + r
+   exceeds fp16's range (a 16-bit sum overflows), rows whose mean square is below eps, and rows
+   with x + r = 0 (both need eps); a failure names the kinds of row that went wrong.
 
 3. **The statistics pass, chunked** (05b): ``check_rms_stats(factory)``.
 4. **The output pass in bf16, from a saved Rstd** (05b): ``check_apply_rstd(factory)``.
@@ -42,12 +45,138 @@ import re
 
 from ... import checks, runtime
 from ...exercise_kit import (ExerciseResult, call_factory, compile_or_fail, kernel_source, not_attempted, param_specs,
-                             quiet_tilelang, run_and_compare, run_kernel)
+                             quiet_tilelang, run_kernel)
 
 CPU_WIDTH = 96
-RUN_WIDTHS = (96, 640)
+#: the residual checker's widths: 96 (where layout inference alone goes wrong), then a width whose
+#: row the rule's group divides and one it pads (a mean over the padded tile is wrong only there)
+RUN_WIDTHS = (CPU_WIDTH,) + checks.padded_and_unpadded_widths(32, 128, near=640)
 RAGGED_M = 1001
+#: the default eps, the value a kernel that ignores its eps argument has typed in
 EPS = 1e-5
+
+
+def drawn_eps() -> float:
+    """The eps a check passes: drawn at random from [2.5e-5, 4e-4) (:func:`checks.random_scalar`
+    times 1e-4), so a kernel that ignores its eps argument and uses the default 1e-5 cannot match,
+    while rows whose mean square is near zero still depend on it."""
+    return checks.random_scalar() * 1e-4
+
+
+# ------------------------------------------------------------------------------------------------
+# The kernel cells' check (notebooks 05 and 05b), also the numbers of exercise 1
+# ------------------------------------------------------------------------------------------------
+
+#: rows of the kernel check: a ragged last block for blocks of 8, 16 and 64 rows
+KERNEL_ROWS = 333
+#: the kinds of row of the kernel check: ``large`` (:func:`checks.large_rows`: every square beyond
+#: fp16's 65504, so a square or a sum of squares kept in 16 bits is inf and the row's scale 0),
+#: ``near zero`` (:func:`checks.near_zero_rows`: a row of zeros, then mean squares from 1e-4 down
+#: to 1e-8, where the drawn eps decides the scale), the rest ordinary N(0, 1) rows.
+KERNEL_ROW_KINDS = {"large": slice(0, 16), "near zero": slice(16, 32), "ordinary": slice(32, None)}
+
+
+def kernel_inputs(C: int, dtype: str = "float16", device: str = "cpu", M: int = KERNEL_ROWS):
+    """(x, gamma) for the kernel check: fresh random, with the rows of :data:`KERNEL_ROW_KINDS`."""
+    import torch
+
+    tdt = getattr(torch, dtype)
+    x = checks.random_tensor((M, C), tdt, device)
+    for kind, rows in (("large", checks.large_rows), ("near zero", checks.near_zero_rows)):
+        where = KERNEL_ROW_KINDS[kind]
+        x[where] = rows((where.stop - where.start, C), tdt, device)
+    return x, checks.random_tensor((C,), tdt, device)
+
+
+def check_rmsnorm_silu(kernel, C: int, dtype: str = "float16", *, rows: int = KERNEL_ROWS, eps: float | None = None,
+                       verbose: bool = True) -> ExerciseResult:
+    """The check of a compiled RMSNorm + SiLU kernel ``kernel(X, Gamma, Y, eps)`` of width C:
+    :func:`kernel_inputs` (ordinary rows, rows whose squares overflow fp16, rows at and near zero),
+    eps drawn at random (:func:`drawn_eps`), the output poisoned, against the fp32 reference on the
+    GPU or in the emulator; a failure names the kinds of row that went wrong and the mistake the
+    output points to. Prints and returns the result."""
+    res = ExerciseResult()
+    check_kernel_rows(res, kernel, C, dtype, rows=rows, eps=eps)
+    if verbose:
+        print(res)
+    return res
+
+
+def check_kernel_rows(res: ExerciseResult, kernel, C: int, dtype: str = "float16", *, rows: int = KERNEL_ROWS,
+                      eps: float | None = None) -> bool:
+    """:func:`check_rmsnorm_silu`'s run and verdict, on ``res``: True when every kind of row matched."""
+    import torch
+
+    from .kernel import rmsnorm_silu_reference
+
+    m = runtime.mode()
+    where = "the GPU" if m.can_run else "the emulator (CPU)"
+    eps = drawn_eps() if eps is None else eps
+    x, gamma = kernel_inputs(C, dtype, m.device, rows)
+    y = checks.poisoned(x.shape, x.dtype, m.device)
+    if not run_kernel(res, kernel, x, gamma, y, eps, label=f"C = {C}, {dtype}"):
+        return False
+    tolerance = checks.TOLERANCE[dtype]
+    reference = rmsnorm_silu_reference(x, gamma, eps)
+    whole = checks.compare(y, reference, tolerance=tolerance)
+    what = f"C = {C}, {dtype}, M = {rows}, eps = {eps:.4g} drawn at random, ran in {where}"
+    if whole.unwritten:
+        res.failed(f"{whole.unwritten} of {y.numel()} outputs were never written (still NaN), {what}")
+        res.hint("does the grid cover the last, partial block of rows (T.ceildiv(m, block_m)), and does every "
+                 "store reach the row's last channel?")
+        return False
+    by_kind = {kind: checks.compare(y[part], reference[part], tolerance=tolerance) for kind, part in KERNEL_ROW_KINDS.items()}
+    wrong = [kind for kind, cmp in by_kind.items() if not cmp.ok]
+    if not wrong and whole.ok:
+        res.numerics_checked = True
+        res.passed(f"matches silu(rms_norm(x) * gamma) in fp32 ({what}): ordinary rows, rows whose squares exceed "
+                   f"fp16's 65504 and rows at and near zero; {whole}")
+        return True
+    res.failed(f"wrong values ({what}) in the {', '.join(wrong)} rows: {whole}")
+    for kind in wrong:
+        res.hint(f"{kind} rows: {by_kind[kind]}")
+    large = y[KERNEL_ROW_KINDS["large"]]
+    matched = [advice for mistake, advice in _kernel_mistakes(C, eps) if _same(y, mistake(x, gamma), tolerance)]
+    if matched:
+        res.hint(matched[0])
+    elif "large" in wrong and bool(((large == 0) | ~torch.isfinite(large)).any()):
+        res.hint("rows whose squares exceed 65504 (fp16's largest value) come out as 0 (1/sqrt(inf)) or not at all: "
+                 "a square or the sum of squares is kept in 16 bits. Widen each element to float32 before squaring, "
+                 "T.Cast('float32', x[i, j]), and keep the squares and their sum in float32 fragments (section 4)")
+    elif "ordinary" not in wrong:
+        res.hint("ordinary rows are right, rows at and near zero are not: there the mean square is comparable to "
+                 "eps, so anything added to the sum besides the squares (a sum not started at 0) or eps used "
+                 "elsewhere than inside the square root, T.rsqrt(sum_of_squares / C + eps), shows")
+    else:
+        res.hint("even ordinary N(0, 1) rows are wrong: compare your loops with the reference one step at a time "
+                 "(the sum of squares in fp32, rsqrt(sum / C + eps), x * rstd * gamma, silu)")
+    return False
+
+
+def _kernel_mistakes(C, eps):
+    """(what a plausible mistake computes from (x, gamma), the advice when the output matches it)."""
+    import torch
+
+    def scaled(rstd_of):
+        def output(x, gamma):
+            x32 = x.float()
+            return _silu(x32 * rstd_of(x32.pow(2).sum(-1, keepdim=True)) * gamma.float())
+        return output
+
+    return (
+        (scaled(lambda total: torch.rsqrt(total / C + EPS)),
+         f"the output equals the formula with eps = {EPS:g}, not the eps passed ({eps:.4g}): the kernel must use its "
+         f"eps argument, not a value typed in"),
+        (scaled(lambda total: torch.rsqrt(total / C)),
+         "the output equals the formula without eps: a row of zeros gives 1/sqrt(0) = inf, times 0 = NaN, and rows "
+         "whose mean square is below eps are scaled too much. eps belongs inside the square root, "
+         "T.rsqrt(sum_of_squares / C + eps)"),
+        (scaled(lambda total: torch.rsqrt(total / C) + eps),
+         "the output equals 1/sqrt(mean(x^2)) + eps, eps added after the root: eps belongs inside the square root, "
+         "T.rsqrt(sum_of_squares / C + eps)"),
+        (scaled(lambda total: torch.rsqrt(total + eps)),
+         "the output equals the formula with the sum of squares in place of their mean: the 1/C is missing"),
+    )
 
 
 def residual_rmsnorm_silu_reference(x, r, gamma, eps: float = EPS):
@@ -97,8 +226,8 @@ def _signature(program, C, dtype, res):
 #: Rows of the residual checker's inputs, chosen so that each plausible shortcut changes numbers:
 #: ``large`` rows hold |x|, |r| in [30000, 50000] with one sign per row, so x + r reaches 1e5,
 #: beyond fp16's largest value (65504): a sum formed in fp16 is inf there, in fp32 it is exact;
-#: ``tiny`` rows hold |x|, |r| about 1e-3, a mean square of about 2e-6, below eps (1e-5), so a
-#: kernel without eps scales them about 2.5x too much; ``zero`` rows hold r = -x exactly, where
+#: ``tiny`` rows hold |x|, |r| about 1e-3, a mean square of about 2e-6, below any eps the check
+#: draws (:func:`drawn_eps`), so eps decides their scale; ``zero`` rows hold r = -x exactly, where
 #: 1/sqrt(0) without eps is inf and inf * 0 is NaN; the rest are ordinary N(0, 1) rows.
 ROW_KINDS = {"large": slice(0, 64), "tiny": slice(64, 128), "zero": slice(128, 136), "ordinary": slice(136, RAGGED_M)}
 
@@ -180,32 +309,39 @@ def _check(factory, dtype, arch) -> ExerciseResult:
     if not res.ok:
         return res
 
+    eps = drawn_eps()
     for width in RUN_WIDTHS:
         try:
             with quiet_tilelang():
                 k = kernel if width == C else runtime.compile_kernel(factory(width, dtype), arch=arch)
         except Exception as exc:
             return res.failed(f"C = {width}: factory/compile failed: {type(exc).__name__}: {str(exc)[:300]}")
-        if not _run_residual(res, k, width, dtype):
+        if not _run_residual(res, k, width, dtype, eps):
             return res
     return res
 
 
-def _run_residual(res: ExerciseResult, kernel, C: int, dtype: str) -> bool:
-    """Run the reader's kernel on :func:`residual_inputs`, compare each kind of row with the fp32
-    reference and name the mistake the failing kinds point to. True when everything matched."""
+def _run_residual(res: ExerciseResult, kernel, C: int, dtype: str, eps: float) -> bool:
+    """Run the reader's kernel on :func:`residual_inputs` with ``eps``, compare each kind of row with
+    the fp32 reference and name the mistake the failing kinds point to. True when everything matched."""
     import torch
+
+    from .kernel import default_config, vectors_per_thread
 
     m = runtime.mode()
     where = "the GPU" if m.can_run else "the emulator (CPU)"
     x, r, gamma = residual_inputs(C, dtype, m.device)
     y = checks.poisoned(x.shape, getattr(torch, dtype), m.device)
-    if not run_kernel(res, kernel, x, r, gamma, y, EPS):
+    if not run_kernel(res, kernel, x, r, gamma, y, eps):
         return False
     tolerance = checks.TOLERANCE[dtype]
-    reference = residual_rmsnorm_silu_reference(x, r, gamma)
+    reference = residual_rmsnorm_silu_reference(x, r, gamma, eps)
     whole = checks.compare(y, reference, tolerance=tolerance)
-    what = f"C = {C}, M = {x.shape[0]}, ran in {where}"
+    group = default_config(C, dtype).group
+    padded_width = vectors_per_thread(C, group) * group * 8
+    shape = (f"the rule's {group} lanes pad the row to {padded_width} columns" if padded_width != C
+             else f"the rule's {group} lanes divide the row")
+    what = f"C = {C} ({shape}), M = {x.shape[0]}, eps = {eps:.4g} drawn at random, ran in {where}"
     if whole.unwritten:
         res.failed(f"{whole.unwritten} of {y.numel()} outputs were never written (still NaN), {what}")
         res.hint("does the grid cover the last, partial block of rows (T.ceildiv(m, block_m)), and does T.copy(y, "
@@ -222,9 +358,13 @@ def _run_residual(res: ExerciseResult, kernel, C: int, dtype: str) -> bool:
     for kind in wrong:
         res.hint(f"{kind} rows: {by_kind[kind]}")
     # Which plausible mistake the output matches, computed in torch on the same inputs.
-    matched = [advice for mistake, advice in _MISTAKES if _same(y, mistake(x, r, gamma), tolerance)]
+    matched = [advice for mistake, advice in _residual_mistakes(eps, padded_width)
+               if _same(y, mistake(x, r, gamma), tolerance)]
     if matched:
         res.hint(matched[0])
+    elif "ordinary" in wrong and padded_width != C and res.numerics_checked:
+        res.hint(f"right where the row is not padded, wrong here, where it is: the padding adds zeros to the sum of "
+                 f"squares, and the mean is over the C = {C} channels that exist, not the tile's {padded_width} columns")
     elif "ordinary" in wrong:
         res.hint("even ordinary N(0, 1) rows are wrong: compare your loops with the kernel's, one step at a time "
                  "(h = x + r, the sum of squares of h, rsqrt(mean + eps), h * rstd * gamma, silu)")
@@ -246,26 +386,39 @@ def _mean_square(h):
     return h.pow(2).mean(-1, keepdim=True)
 
 
-#: (what a plausible mistake computes, the advice when the reader's output matches it)
-_MISTAKES = (
-    (lambda x, r, g: _silu(x.float() * _rstd(x.float()) * g.float() + r.float()),
-     "the output equals silu(rms_norm(x) * gamma + r): r is added after the norm; add it first, h = x + r, and "
-     "normalise h"),
-    (lambda x, r, g: _rows(x.float(), _rstd(x.float()), g),
-     "the output equals silu(rms_norm(x) * gamma): R is never added"),
-    (lambda x, r, g: _rows((x + r).float(), _rstd((x + r).float()), g),
-     "the output equals the formula with x + r added in 16 bits: where the sum exceeds 65504 (fp16's largest "
-     "value) it is inf, and its row is lost. Cast each input to float32 before adding: "
-     "T.Cast('float32', x[i, j]) + T.Cast('float32', r[i, j])"),
-    (lambda x, r, g: _rows(x.float() + r.float(), _mean_square(x.float() + r.float()).rsqrt(), g),
-     "the output equals the formula without eps: rows whose mean square is below eps (1e-5) are scaled too much, "
-     "and x + r = 0 gives 1/sqrt(0) = inf, times 0 = NaN. eps belongs inside the square root, "
-     "T.rsqrt(sum_of_squares / C + eps)"),
-    (lambda x, r, g: _rows(x.float() + r.float(), _mean_square(x.float() + r.float()).rsqrt() + EPS, g),
-     "the output equals 1/sqrt(mean(h^2)) + eps, eps added after the root (TileLang's examples/norm/rms_norm.py "
-     "writes it so, with 1e-12): wrong wherever 1/rms is not much larger than eps. eps belongs inside the square "
-     "root, T.rsqrt(sum_of_squares / C + eps)"),
-)
+def _residual_mistakes(eps, padded_width):
+    """(what a plausible mistake computes from (x, r, gamma), the advice when the reader's output
+    matches it), for the check's ``eps`` and the rule's padded tile width."""
+    import torch
+
+    def h_of(x, r):
+        return x.float() + r.float()
+
+    return (
+        (lambda x, r, g: _silu(x.float() * _rstd(x.float(), eps) * g.float() + r.float()),
+         "the output equals silu(rms_norm(x) * gamma + r): r is added after the norm; add it first, h = x + r, and "
+         "normalise h"),
+        (lambda x, r, g: _rows(x.float(), _rstd(x.float(), eps), g),
+         "the output equals silu(rms_norm(x) * gamma): R is never added"),
+        (lambda x, r, g: _rows((x + r).float(), _rstd((x + r).float(), eps), g),
+         "the output equals the formula with x + r added in 16 bits: where the sum exceeds 65504 (fp16's largest "
+         "value) it is inf, and its row is lost. Cast each input to float32 before adding: "
+         "T.Cast('float32', x[i, j]) + T.Cast('float32', r[i, j])"),
+        (lambda x, r, g: _rows(h_of(x, r), _rstd(h_of(x, r), EPS), g),
+         f"the output equals the formula with eps = {EPS:g}, not the eps passed ({eps:.4g}): the kernel must use its "
+         f"eps argument, not a value typed in"),
+        (lambda x, r, g: _rows(h_of(x, r), _mean_square(h_of(x, r)).rsqrt(), g),
+         "the output equals the formula without eps: rows whose mean square is below eps are scaled too much, "
+         "and x + r = 0 gives 1/sqrt(0) = inf, times 0 = NaN. eps belongs inside the square root, "
+         "T.rsqrt(sum_of_squares / C + eps)"),
+        (lambda x, r, g: _rows(h_of(x, r), _mean_square(h_of(x, r)).rsqrt() + eps, g),
+         "the output equals 1/sqrt(mean(h^2)) + eps, eps added after the root (TileLang's examples/norm/rms_norm.py "
+         "writes it so, with 1e-12): wrong wherever 1/rms is not much larger than eps. eps belongs inside the square "
+         "root, T.rsqrt(sum_of_squares / C + eps)"),
+        (lambda x, r, g: _rows(h_of(x, r), torch.rsqrt(h_of(x, r).pow(2).sum(-1, keepdim=True) / padded_width + eps), g),
+         f"the output equals the formula with the sum of squares divided by the padded tile's {padded_width} columns: "
+         f"the padding adds zeros to the sum, and the mean is over the C channels that exist (inv_c = 1.0 / C)"),
+    )
 
 
 def _same(y, candidate, tolerance) -> bool:
@@ -282,10 +435,10 @@ def _same(y, candidate, tolerance) -> bool:
     return checks.compare(y64[keep], c64[keep], tolerance=tolerance).ok
 
 
-def _rstd(h):
+def _rstd(h, eps):
     import torch
 
-    return torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + EPS)
+    return torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
 
 
 def _silu(v):
@@ -347,6 +500,8 @@ def _check_config(config, C, dtype, arch) -> ExerciseResult:
     v = rs.vectors_per_thread(C, g)
     res.passed(f"group = {g} lanes per row -> {v} vectors ({v * rs.VEC} elements) of the row per thread; "
                f"{t // g * config.rows_per_thread} rows per block")
+    if not _follows_the_rule(res, C, dtype, g, t, v):
+        return res
     try:
         program = rs.rmsnorm_silu_program(C, dtype, config)
     except Exception as exc:
@@ -368,119 +523,59 @@ def _check_config(config, C, dtype, arch) -> ExerciseResult:
         return res.failed(f"the sum of squares is reduced over {lanes} lanes, not the group of {g}")
     else:
         res.passed("X is loaded and Y stored with 16-byte vectors (uint4)")
-        res.passed(f"the sum of squares is reduced across exactly the {g} lanes of a row"
-                   + (" (no shuffle at all: one lane holds the whole row)" if g == 1 else " (warp shuffles)"))
-    usage = None
+        res.passed(f"the sum of squares is reduced across exactly the {g} lanes of a row (warp shuffles)")
     if src:
         try:
             usage = next(iter(resource_usage(kernel).values()))
         except Exception as exc:  # ptxas missing: say so, do not fail the reader
             res.skipped(f"registers/spills not checked: ptxas -v failed ({type(exc).__name__}: {exc})")
-    if usage is not None:
-        if usage["spill_stores"] or usage["spill_loads"]:
-            return res.failed(f"ptxas: {usage['registers']} registers/thread and {usage['spill_stores']} B spilled to local "
-                              f"memory: {v * rs.VEC} elements of the row per thread is too many; use a larger group")
-        res.passed(f"ptxas: {usage['registers']} registers/thread, nothing spilled")
-    if usage is not None:
-        resident = min(2048, 65536 // max(usage["registers"], 1) // 32 * 32)
-        if resident < 1024:
-            res.hint(f"{usage['registers']} registers/thread: an SM's 65,536 registers hold at most {resident} such "
-                     f"threads of its 2,048, so fewer 16-byte loads are in flight per SM")
-    import torch
-
-    dev = runtime.mode().device
-    tdt = getattr(torch, dtype)
-    x = checks.random_tensor((RAGGED_M, C), tdt, dev)
-    gamma = checks.random_tensor((C,), tdt, dev)
-    y = checks.poisoned((RAGGED_M, C), tdt, dev)
-    run_and_compare(res, kernel, (x, gamma, y, EPS), rs.rmsnorm_silu_reference(x, gamma, EPS), out=y,
-                    tolerance=checks.TOLERANCE[dtype], what=f"silu(rms_norm(x) * gamma) in fp32, C = {C}, M = {RAGGED_M}")
-    if not res.ok:
-        return res
-    measured = _measured_groups(C)
-    if v * g != n_vec:
-        unpadded = [d for d in valid if n_vec % d == 0]
-        res.failed(f"group = {g} pads the row: {g} lanes x {v} vectors = {v * g} slots for {n_vec} vectors, "
-                   f"{v * g - n_vec} per row ({100 * (v * g - n_vec) / (v * g):.0f}%) empty, where groups of "
-                   f"{', '.join(map(str, unpadded))} lanes divide the row (correct, but every empty slot is computed and thrown away)")
-        if g in measured:
-            best = max(measured, key=measured.get)
-            res.hint(f"measured at C = {C} ({_widths_source()}): {g} lanes {measured[g]:.0f} GB/s, "
-                     f"{best} lanes {measured[best]:.0f} GB/s")
         else:
-            res.hint(f"over the widths the sweep recorded (the op's layout at each), {_padding_span()}")
-        return res
-    res.passed(f"no padding: {g} lanes x {v} vectors = the row's {n_vec} vectors")
-    note = (f"the width sweep measured {', '.join(f'{k} lanes {val:.0f} GB/s' for k, val in sorted(measured.items()))} "
-            f"at C = {C} ({_widths_source()})" if measured else "the width sweep has no record of this width")
-    if runtime.mode().can_run:
-        res.skipped(f"which layout is fastest is timed, not judged: {_time_layouts(C, dtype, config, measured)}; {note}")
-    else:
-        res.skipped(f"which layout is fastest, and why, is NOT checked here: a GPU timing would verify it (this "
-                    f"checker times your layout against the measured ones when it runs on a GPU); {note}")
+            if usage["spill_stores"] or usage["spill_loads"]:
+                return res.failed(f"ptxas: {usage['registers']} registers/thread and {usage['spill_stores']} B spilled "
+                                  f"to local memory")
+            res.passed(f"ptxas: {usage['registers']} registers/thread, nothing spilled")
+    check_kernel_rows(res, kernel, C, dtype, rows=RAGGED_M)     # the kernel cell's check
     return res
 
 
-def _measured_groups(C: int) -> dict:
-    """{group: GB/s} the width sweep (``rmsnorm_widths``) measured at width C; {} without a current record."""
-    from ... import report
-
-    try:
-        records = report.records("rmsnorm_widths", where={"shape.C": C})
-    except Exception:
-        return {}
-    return {c["config"]["group"]: c["quick_gbps"] for r in records for c in r.get("candidates", [])}
+#: threads an SM of Hopper holds at once, and blocks (of any size)
+SM_THREADS, SM_BLOCKS = 2048, 32
 
 
-def _widths_source() -> str:
-    from ... import results
-
-    doc = results.load_file("rmsnorm_widths") or {}
-    prov = doc.get("provenance", {})
-    return f"{prov.get('gpu', 'GPU')}, {str(prov.get('date', ''))[:10]}, fp16"
-
-
-def _padding_span() -> str:
-    from ... import report
+def _follows_the_rule(res, C, dtype, g, t, v) -> bool:
+    """Grade a valid layout by section 3's rule (:func:`.kernel.default_config`), naming the part
+    of the rule it breaks and why. True when it is the rule's layout."""
     from . import kernel as rs
 
-    try:
-        records = report.records("rmsnorm_widths")
-    except Exception:
-        records = []
-    padded = [r["ratio_to_ceiling"] for r in records
-              if rs.vectors_per_thread(r["shape"]["C"], r["config"]["group"]) * r["config"]["group"] != r["shape"]["C"] // rs.VEC]
-    flat = [r["ratio_to_ceiling"] for r in records
-            if rs.vectors_per_thread(r["shape"]["C"], r["config"]["group"]) * r["config"]["group"] == r["shape"]["C"] // rs.VEC]
-    if not padded or not flat:
-        return "no current record compares padded and unpadded layouts"
-    return (f"padded layouts reached {min(padded):.2f}-{max(padded):.2f} of copy bandwidth, unpadded ones "
-            f"{min(flat):.2f}-{max(flat):.2f} ({_widths_source()})")
-
-
-def _time_layouts(C, dtype, config, measured) -> str:
-    """GB/s of the reader's layout and of the measured ones, on this GPU (2^20 rows)."""
-    import torch
-
-    from ... import timing
-    from . import kernel as rs
-
-    M = 1 << 20
-    x = checks.random_tensor((M, C), getattr(torch, dtype), "cuda")
-    gamma = checks.random_tensor((C,), getattr(torch, dtype), "cuda")
-    y = torch.empty_like(x)
-    configs = {"yours": config}
-    configs.update({f"{g} lanes": rs.RMSNormSiLUConfig(group=g, threads=max(256, g)) for g in measured if g != config.group})
-    out = []
-    for label, cfg in configs.items():
-        try:
-            kernel = runtime.compile_kernel(rs.rmsnorm_silu_program(C, dtype, cfg))
-            ms = timing.median_ms(lambda: runtime.run(kernel, x, gamma, y, EPS))
-        except Exception as exc:   # a timing that fails is reported, never a verdict
-            out.append(f"{label}: timing failed ({type(exc).__name__})")
-            continue
-        out.append(f"{label} ({cfg.group} lanes) {4 * M * C / ms / 1e6:.0f} GB/s")
-    return "on this GPU, " + ", ".join(out)
+    rule = rs.default_config(C, dtype)
+    if v > rs.MAX_VECTORS_PER_LANE:
+        res.failed(f"group = {g}: each lane holds {v} vectors of the row, more than the rule's "
+                   f"{rs.MAX_VECTORS_PER_LANE}: at most {rs.MAX_VECTORS_PER_LANE} vectors a lane")
+        res.hint(f"a lane keeps its vectors in registers from the load to the store: {v * rs.VEC} elements of the "
+                 f"row, their squares and the outputs. More registers a thread, fewer blocks an SM holds (or, under "
+                 f"the cap of min_blocks, spills to memory); more lanes a row give each lane fewer vectors")
+        return False
+    if g > rule.group:
+        smaller = rule.group
+        res.failed(f"group = {g}: not the rule's group. The rule takes the smallest group (of at least "
+                   f"{rs.MIN_GROUP} lanes) that leaves at most {rs.MAX_VECTORS_PER_LANE} vectors a lane")
+        res.hint(f"{g} lanes hold {v} vectors each ({rs.vectors_per_thread(C, g) * g - C // rs.VEC} of "
+                 f"{rs.vectors_per_thread(C, g) * g} slots empty); halving the group, as long as a lane stays within "
+                 f"{rs.MAX_VECTORS_PER_LANE} vectors, gives each lane more 16-byte loads in flight and a shorter "
+                 f"shuffle reduction" + (f" ({smaller} lanes still do)" if g // 2 >= smaller else ""))
+        return False
+    if t != rule.threads:
+        res.failed(f"threads = {t}: the rule's blocks have {rule.threads} threads")
+        if t * SM_BLOCKS < SM_THREADS:
+            res.hint(f"an SM holds at most {SM_BLOCKS} blocks at once, so blocks of {t} threads fill at most "
+                     f"{t * SM_BLOCKS} of its {SM_THREADS} thread slots: fewer loads in flight")
+        else:
+            res.hint(f"the rule fixes the block at {rule.threads} threads: its register caps (min_blocks, 4 or 5 "
+                     f"blocks an SM) are counted in blocks of {rule.threads}")
+        return False
+    res.passed(f"the rule's layout (section 3): the smallest group of at least {rs.MIN_GROUP} lanes that leaves "
+               f"at most {rs.MAX_VECTORS_PER_LANE} vectors a lane, {g} lanes of {v}, {t} threads a block")
+    return True
 
 
 # ------------------------------------------------------------------------------------------------
@@ -513,7 +608,7 @@ MAX_CHUNK = 128
 STATS_WIDTHS = (96, 640, 12288)
 #: Rows of the statistics checker's inputs: ``large`` rows hold |x| in [200, 300] (a square
 #: reaches 9e4, beyond fp16's 65504: a square or a sum kept in fp16 is inf, and 1/sqrt(inf) = 0);
-#: ``tiny`` rows |x| about 1e-3 (mean square about 1e-6, below eps = 1e-5: eps decides the result);
+#: ``tiny`` rows |x| about 1e-3 (mean square about 1e-6, below any eps the check draws: eps decides);
 #: ``zero`` rows all zeros (1/sqrt(0) = inf without eps); the rest N(0, 1).
 STATS_ROW_KINDS = {"large": slice(0, 64), "tiny": slice(64, 128), "zero": slice(128, 136),
                    "ordinary": slice(136, RAGGED_M)}
@@ -621,12 +716,13 @@ def _check_stats(factory, dtype, arch) -> ExerciseResult:
 
     m = runtime.mode()
     where = "the GPU" if m.can_run else "the emulator (CPU)"
+    eps = drawn_eps()
     for C, (program, kernel) in kernels.items():
         x = rms_stats_inputs(C, dtype, m.device)
         out = checks.poisoned((x.shape[0],), torch.float32, m.device)
-        if not run_kernel(res, kernel, x, out, EPS, label=f"C = {C}"):
+        if not run_kernel(res, kernel, x, out, eps, label=f"C = {C}"):
             return res
-        if not _stats_compare(res, x, out, C, where):
+        if not _stats_compare(res, x, out, C, where, eps):
             return res
     res.numerics_checked = True
     return res
@@ -657,33 +753,35 @@ def _stats_registers(res, kernels) -> bool:
     return True
 
 
-def _stats_candidates(x, C):
-    """(what a plausible mistake stores, the advice when Rstd equals it)."""
+def _stats_candidates(x, C, eps):
+    """(what a plausible mistake stores, the advice when Rstd equals it), for the check's ``eps``."""
     import torch
 
     sq = x.float().pow(2)
     total = sq.sum(-1)
     out = [
+        (torch.rsqrt(total / C + EPS), f"Rstd equals the formula with eps = {EPS:g}, not the eps "
+                                       f"passed ({eps:.4g}): use the kernel's eps argument, not a value typed in"),
         (torch.rsqrt(total / C), "Rstd equals 1/sqrt(mean(x^2)) without eps: a row of zeros gives 1/sqrt(0) = inf, "
                                  "and rows whose mean square is below eps come out too large. eps belongs inside the "
                                  "square root, T.rsqrt(total / C + eps)"),
-        (torch.rsqrt(total / C) + EPS, "Rstd equals 1/sqrt(mean(x^2)) + eps, eps added after the root: eps belongs "
+        (torch.rsqrt(total / C) + eps, "Rstd equals 1/sqrt(mean(x^2)) + eps, eps added after the root: eps belongs "
                                        "inside the square root, T.rsqrt(total / C + eps)"),
-        (torch.rsqrt(total + EPS), "Rstd equals 1/sqrt(sum(x^2) + eps): the 1/C of the mean is missing"),
-        (torch.sqrt(total / C + EPS), "Rstd equals sqrt(mean(x^2) + eps), the rms itself: store its inverse, "
+        (torch.rsqrt(total + eps), "Rstd equals 1/sqrt(sum(x^2) + eps): the 1/C of the mean is missing"),
+        (torch.sqrt(total / C + eps), "Rstd equals sqrt(mean(x^2) + eps), the rms itself: store its inverse, "
                                       "T.rsqrt(...)"),
-        (total / C + EPS, "Rstd equals mean(x^2) + eps: the square root's inverse is missing, T.rsqrt(...)"),
+        (total / C + eps, "Rstd equals mean(x^2) + eps: the square root's inverse is missing, T.rsqrt(...)"),
     ]
     for b in (128, 64, 32):
         if C % b == 0 and C > b:
             last = sq[:, C - b:].sum(-1)
-            out.append((torch.rsqrt(last / C + EPS),
+            out.append((torch.rsqrt(last / C + eps),
                         f"Rstd equals the formula over the last {b} columns only: the running total is overwritten by "
                         f"each chunk's sum (total[i] = part[i]) instead of accumulated (total[i] += part[i])"))
-            out.append((torch.rsqrt(last / b + EPS),
+            out.append((torch.rsqrt(last / b + eps),
                         f"Rstd equals the formula over the last chunk of {b} columns, divided by {b}: accumulate "
                         f"the chunks' sums (+=) and divide by C, the whole row"))
-            out.append((torch.rsqrt(total / b + EPS),
+            out.append((torch.rsqrt(total / b + eps),
                         f"Rstd equals 1/sqrt(sum(x^2) / {b} + eps): the sum is divided by the chunk width, not by "
                         f"C = {C}"))
     return out
@@ -702,11 +800,11 @@ def _same_each(out, candidate, tolerance) -> bool:
     return bool(((o[keep] - c[keep]).abs() <= tolerance * c[keep].abs().clamp_min(1e-30)).all())
 
 
-def _stats_compare(res, x, out, C, where) -> bool:
+def _stats_compare(res, x, out, C, where, eps) -> bool:
     import torch
 
-    reference = rms_stats_reference(x)
-    what = f"C = {C}, M = {x.shape[0]}, ran in {where}"
+    reference = rms_stats_reference(x, eps)
+    what = f"C = {C}, M = {x.shape[0]}, eps = {eps:.4g} drawn at random, ran in {where}"
     whole = checks.compare(out, reference, tolerance=STATS_TOLERANCE)
     if whole.unwritten:
         res.failed(f"{whole.unwritten} of {out.numel()} Rstd values were never written (still NaN), {what}")
@@ -734,7 +832,7 @@ def _stats_compare(res, x, out, C, where) -> bool:
                  "16 bits (fp16) there. Widen each element to float32 before squaring, T.Cast('float32', chunk[i, j]), "
                  "and keep the sums in float32 fragments")
         return False
-    for candidate, advice in _stats_candidates(x, C):
+    for candidate, advice in _stats_candidates(x, C, eps):
         if _same_each(out, candidate, STATS_TOLERANCE):
             res.hint(advice)
             return False
