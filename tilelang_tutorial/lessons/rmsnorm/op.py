@@ -9,7 +9,6 @@ is the same op built from another kernel factory (notebook 05 passes it the read
 import functools
 
 import torch as _torch                  # torch comes with TileLang
-from torch import Tensor as _Tensor
 
 from ... import runtime
 from ...checks import check_tensor
@@ -82,10 +81,8 @@ def validate_rmsnorm_silu_inputs(x, gamma, out=None, *, what: str = "rmsnorm_sil
     pass ``x.contiguous()``, or a channels-last activation viewed as (..., C), which is contiguous.
     The op makes these checks once per key (:func:`_call`); this function makes them all, every time.
     """
-    import torch
-
     device = runtime.mode().device      # cuda on a GPU; cpu where kernels run in the emulator
-    check_tensor(x, "x", dtype=(torch.float16, torch.bfloat16), device_type=None, contiguous=False)
+    check_tensor(x, "x", dtype=(_torch.float16, _torch.bfloat16), device_type=None, contiguous=False)
     if x.dim() < 1:
         raise ValueError(f"{what}: x must have at least one dimension (the channels), got a scalar")
     C = int(x.shape[-1])
