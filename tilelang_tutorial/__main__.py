@@ -6,7 +6,6 @@
     bench SUITE...         measure on a GPU and record in results/ (--stale: the suites holding a stale
                            record; --list: what is recorded, and what is stale)
     host-cost              measure the host cost per call of the runtime's layers around a tiny kernel (GPU)
-    sweep NAME             explore a lesson's tuning space on a GPU (prints; nothing recorded)
     render                 execute every notebook and save the executed copies as HTML in docs/rendered/
     render --markdown-only after a prose-only edit: refresh the pages' markdown, keep their outputs
     sync-kernels [--check] copy the package's kernels into the notebooks' kernel cells
@@ -211,23 +210,6 @@ def bench(suites: list[str], *, quick: bool, dry_run: bool, list_only: bool, sta
     return 0
 
 
-def sweep(name: str, rest: list[str]) -> int:
-    from tilelang_tutorial import lessons
-
-    sweeps = {}
-    for lesson in lessons.all_lessons():
-        for sweep_name, target in getattr(lesson, "SWEEPS", {}).items():
-            sweeps[sweep_name] = (lesson.__name__, target)
-    if name not in sweeps:
-        print(f"unknown sweep {name!r}; the lessons define: {', '.join(sweeps)}", file=sys.stderr)
-        return 2
-    import importlib
-
-    lesson, target = sweeps[name]
-    module, _, func = target.partition(":")
-    return getattr(importlib.import_module(f"{lesson}.{module}"), func)(rest) or 0
-
-
 def lesson_mutants(names: list[str]) -> dict:
     """``{lesson: its mutants module}`` for the lessons named (default: every lesson that has one)."""
     import importlib
@@ -265,9 +247,6 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--list", action="store_true", help="print what is recorded, and what is stale (any machine)")
     b.add_argument("--stale", action="store_true",
                    help="record the suites (of those named, default all) that hold a stale record")
-    s = sub.add_parser("sweep", help="explore a lesson's tuning space on a GPU")
-    s.add_argument("name")
-    s.add_argument("rest", nargs=argparse.REMAINDER)
     r = sub.add_parser("render", help="execute the notebooks and save executed copies as HTML in docs/rendered/")
     r.add_argument("notebooks", nargs="*", help="notebook names (default: all)")
     r.add_argument("--markdown-only", action="store_true",
@@ -295,8 +274,6 @@ def main(argv: list[str] | None = None) -> int:
         return warm_cache(args.arch, notebooks=not args.no_notebooks)
     if args.command == "bench":
         return bench(args.suites, quick=args.quick, dry_run=args.dry_run, list_only=args.list, stale=args.stale)
-    if args.command == "sweep":
-        return sweep(args.name, args.rest)
     if args.command == "render":
         from tilelang_tutorial import notebook_runs
 
