@@ -58,6 +58,19 @@ def _host_measured(record):
 
 results.register_suite("rmsnorm_host", _host_measured)
 
+#: the suites that store the lesson's goal (at least 0.90 of the copy bandwidth at every width): the
+#: compiled kernel at every multiple of 32 up to 8192 (fp16, bf16), and the op as a user calls it
+GOAL_SUITES = ("rmsnorm_widths", "rmsnorm_widths_bf16", "rmsnorm")
+
+
+def goal_status() -> None:
+    """Print the goal against the current records of each of :data:`GOAL_SUITES`
+    (``report.goals``): notebooks 05 and 05b state it with this one function."""
+    from ... import report
+
+    for suite in GOAL_SUITES:
+        report.goals(suite)
+
 
 def compile_cases():
     from .. import PORTABLE, CompileCase

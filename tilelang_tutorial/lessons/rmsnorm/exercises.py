@@ -69,8 +69,8 @@ def drawn_eps() -> float:
 
 #: rows of the kernel check: a ragged last block for blocks of 8, 16 and 64 rows
 KERNEL_ROWS = 333
-#: the kinds of row of the kernel check: ``large`` (:func:`checks.large_rows`: every square beyond
-#: fp16's 65504, so a square or a sum of squares kept in 16 bits is inf and the row's scale 0),
+#: the kinds of row of the kernel check: ``large`` (:func:`checks.large_rows`: squares beyond fp16's
+#: 65504 in every row, so a square or a sum of squares kept in 16 bits is inf and the row's scale 0),
 #: ``near zero`` (:func:`checks.near_zero_rows`: a row of zeros, then mean squares from 1e-4 down
 #: to 1e-8, where the drawn eps decides the scale), the rest ordinary N(0, 1) rows.
 KERNEL_ROW_KINDS = {"large": slice(0, 16), "near zero": slice(16, 32), "ordinary": slice(32, None)}

@@ -34,7 +34,8 @@ from tilelang.layout import Fragment
 
 from ... import runtime
 
-#: Channel widths must be a multiple of this (four 16-byte vectors of fp16/bf16).
+#: Channel widths must be a multiple of this. The hardware needs 16-byte vectors only (C a multiple
+#: of 8 in fp16/bf16); 32 is what the width suites measure: every multiple of 32 up to 8192.
 CHANNEL_MULTIPLE = 32
 #: Elements per 16-byte vector load/store (fp16/bf16).
 VEC = 8
@@ -97,11 +98,16 @@ MAX_VECTORS_PADDED_ROW = 7
 
 
 def default_config(C: int, dtype: str = "float16") -> RMSNormSiLUConfig:
-    """The layout at width C. The rule: the smallest power-of-two group of at least ``MIN_GROUP``
-    lanes that leaves each lane at most ``MAX_VECTORS_PER_LANE`` 16-byte vectors, 256 threads a
-    block, the fast sigmoid, and registers capped for 5 blocks per SM where a lane holds 3 vectors
-    (or 4 of a padded row), for 4 otherwise. Two exceptions, each measured faster (one line each
-    below): half the group on a row padded by more than a tenth, and the cap on 256 lanes of 4.
+    """The layout at width C: a rule, and one exception for badly padded rows.
+
+    The rule: the smallest power-of-two group of at least ``MIN_GROUP`` lanes (half the row's
+    vectors where it has fewer than 8) that leaves each lane at most ``MAX_VECTORS_PER_LANE``
+    16-byte vectors; 256 threads a block; the fast sigmoid; registers capped for 5 blocks an SM
+    where a lane holds 3 vectors or 4 of a row over a tenth empty, else for 4.
+
+    The exception, measured faster: where 256 lanes of 4 (in bf16, any lanes of 3) leave over a
+    tenth of the row empty, half the group, up to ``MAX_VECTORS_PADDED_ROW`` vectors a lane.
+    Two refinements of the cap, one line each in the code, were measured too.
     """
     check_channel_width(C)
     n_vec = C // VEC

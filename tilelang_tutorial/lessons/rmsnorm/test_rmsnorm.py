@@ -33,7 +33,7 @@ requires_gpu = pytest.mark.gpu
 
 REPO = Path(__file__).resolve().parent.parent
 WIDTHS = (96, 128, 160, 192, 256, 320, 384, 512, 640, 768, 1024)
-TRITON_WIDTHS = (192, 384)
+TRITON_WIDTHS = (96, 192, 384)
 
 
 def empty_slots(C, group):
@@ -571,6 +571,51 @@ def test_residual_checker_rows_are_where_the_shortcuts_differ():
     assert (h[kinds["zero"]] == 0).all()
     assert (h[kinds["ordinary"]].pow(2).mean(dim=1) > 100 * ex.EPS).all()
     assert sum(s.stop - s.start for s in kinds.values()) == ex.RAGGED_M
+
+
+def test_the_checks_draw_eps_away_from_the_default_and_the_residual_widths_pad_one_row():
+    """eps drawn at least 2.5x the default 1e-5 (a kernel that types the default in cannot match),
+    below the mean squares of near-zero rows' upper end; the residual checker runs a width the
+    rule's group divides and one it pads (a mean over the padded tile is wrong only there)."""
+    from tilelang_tutorial.lessons.rmsnorm import exercises as ex
+
+    drawn = [ex.drawn_eps() for _ in range(200)]
+    assert all(2.5e-5 <= eps < 4e-4 for eps in drawn) and len(set(drawn)) > 50
+    padded = {C: rs.vectors_per_thread(C, rs.default_config(C).group) * rs.default_config(C).group * rs.VEC != C
+              for C in ex.RUN_WIDTHS}
+    assert ex.RUN_WIDTHS[0] == ex.CPU_WIDTH and sorted(padded.values()) == [False, False, True], padded
+
+
+def test_the_kernel_check_rows_overflow_fp16_squares_and_depend_on_eps():
+    """The kernel check's large rows: squares beyond fp16's 65504 in every row; its near-zero rows: a row of
+    zeros, and mean squares where eps changes the scale by far more than the tolerance."""
+    from tilelang_tutorial.lessons.rmsnorm import exercises as ex
+
+    x, gamma = ex.kernel_inputs(96)
+    kinds = ex.KERNEL_ROW_KINDS
+    assert x.shape == (ex.KERNEL_ROWS, 96) and gamma.shape == (96,) and torch.isfinite(x).all()
+    assert (x[kinds["large"]].float().pow(2).amax(dim=1) > 65504).all()
+    near = x[kinds["near zero"]].float()
+    assert (near[0] == 0).all()
+    ms = near[1:].pow(2).mean(dim=1)
+    scale_change = torch.sqrt((ms + 4e-4) / (ms + 2.5e-5))      # the drawn eps's range against each other
+    assert (scale_change > 1.5).all()
+    with_default = rs.rmsnorm_silu_reference(x, gamma, ex.EPS)
+    with_drawn = rs.rmsnorm_silu_reference(x, gamma, ex.drawn_eps())
+    assert not checks.compare(with_default[kinds["near zero"]], with_drawn[kinds["near zero"]],
+                              tolerance=checks.TOLERANCE["bfloat16"]).ok
+    assert checks.compare(with_default[kinds["ordinary"]], with_drawn[kinds["ordinary"]],
+                          tolerance=checks.TOLERANCE["float16"]).ok
+
+
+def test_goal_status_prints_each_suites_goals(capsys):
+    from tilelang_tutorial import report
+    from tilelang_tutorial.lessons import rmsnorm
+
+    rmsnorm.goal_status()
+    out = capsys.readouterr().out
+    expected = sum(len(report.goal_results(suite)) or 1 for suite in rmsnorm.GOAL_SUITES)
+    assert sum(1 for line in out.splitlines() if "goal" in line) == expected, out
 
 
 def test_the_op_checks_once_per_key_and_still_rejects_bad_input_of_a_cached_key(monkeypatch):

@@ -14,7 +14,7 @@ drop-in's contract. ``conv="2d"`` folds T into the batch and uses 3x3 convolutio
 
 ``norm="eager"`` uses ``F.silu(F.rms_norm(...))`` (two torch kernels, works on CPU and in fp32);
 ``norm="fused"`` uses :func:`.dispatch.fused_rmsnorm_silu` (GPU, fp16/bf16),
-which takes the Triton path for C in {192, 384} and the TileLang kernel otherwise.
+which takes the Triton path for C in {96, 192, 384} and the TileLang kernel otherwise.
 
 The benchmark (:mod:`.bench`, ``VAE_CASES``) runs it on stages of a 720x1280 decoder, two frames
 a chunk.
