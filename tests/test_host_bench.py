@@ -61,7 +61,7 @@ def test_gemm_host_records_measure_the_chosen_kernels_and_the_op():
                "config": {**choice.config.as_dict(), "split": choice.split, "candidate": choice.name}}
         names = _names("gemm_host", rec)
         assert sum(n.startswith("TileLang program") for n in names) == (2 if choice.split > 1 else 1)
-        assert any(n.endswith("kernel.gemm_relu") for n in names)
+        assert any(n.endswith("op.gemm_relu") for n in names)
         assert any(n.endswith("rule.choose") for n in names)
 
 
@@ -394,13 +394,13 @@ def test_gemm_host_run_glue(on_cpu, monkeypatch, split):
 
     import torch
 
-    from tilelang_tutorial.lessons.gemm import host_bench, kernel, rule, split_k
+    from tilelang_tutorial.lessons.gemm import host_bench, op, rule, split_k
 
     choose = rule.choose
     monkeypatch.setattr(rule, "choose", lambda *a, **kw: dataclasses.replace(choose(*a, **kw), split=split))
 
     monkeypatch.setattr(host_bench, "POINTS", [(1, 256, 512), (64, 256, 512)])
-    monkeypatch.setattr(kernel, "build_gemm_relu",
+    monkeypatch.setattr(op, "build_gemm_relu",
                         lambda N, K, **kw: lambda a, b, c: c.copy_(torch.relu(a.float() @ b.float())))
 
     def pair(N, K, split, config, dtype, arch=None, partial_program=None):

@@ -602,6 +602,7 @@ def gemm_fake_gpu(monkeypatch):
     """GPU mode on a CPU machine: gemm_relu's plans build a stand-in that checks its arguments as
     the compiled kernel does and computes relu(a @ b); no plans kept from before."""
     from tilelang_tutorial.lessons.gemm import kernel as gr
+    from tilelang_tutorial.lessons.gemm import op as gemm_op
 
     mode = _FakeGPUMode("gpu", "sm_90a", "a stand-in GPU", True)
     monkeypatch.setattr(runtime, "mode", lambda: mode)
@@ -620,10 +621,10 @@ def gemm_fake_gpu(monkeypatch):
         kernel.checks = True
         built.append((N, K, dtype))
         return kernel
-    monkeypatch.setattr(gr, "build_gemm_relu", build)
-    gr.clear_plans()
-    yield gr, built
-    gr.clear_plans()
+    monkeypatch.setattr(gemm_op, "build_gemm_relu", build)
+    gemm_op.clear_plans()
+    yield gemm_op, built
+    gemm_op.clear_plans()
 
 
 def _bad_gemm_inputs(a, b, out, other):
@@ -646,32 +647,37 @@ def _bad_gemm_inputs(a, b, out, other):
     ]
 
 
-def _expect_gemm_refused(gr, a, b, out, bad):
+def _expect_gemm_refused(a, b, out, bad):
+    from tilelang_tutorial.lessons.gemm import kernel as gr
+    from tilelang_tutorial.lessons.gemm import op as gemm_op
+
     for _ in range(2):
-        assert gr.gemm_relu(a, b, gr.SEED_CONFIG, out=out) is out
+        assert gemm_op.gemm_relu(a, b, gr.SEED_CONFIG, out=out) is out
         checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE["float16"])
         for message, bad_a, bad_b, bad_out in bad:
             with pytest.raises((TypeError, ValueError), match=message) as err:
-                gr.gemm_relu(bad_a, bad_b, gr.SEED_CONFIG, out=bad_out)
+                gemm_op.gemm_relu(bad_a, bad_b, gr.SEED_CONFIG, out=bad_out)
             assert "\n" not in str(err.value), "one line"
             assert err.value.__suppress_context__ or err.value.__context__ is None, "the op's line alone"
 
 
 def test_gpu_mode_gemm_relu_keys_on_what_picks_the_plan_and_names_each_refused_argument(gemm_fake_gpu, monkeypatch):
-    gr, built = gemm_fake_gpu
-    plans, real_plan = [], gr._plan
-    monkeypatch.setattr(gr, "_plan", lambda *args: plans.append(1) or real_plan(*args))
+    from tilelang_tutorial.lessons.gemm import kernel as gr
+
+    gemm_op, built = gemm_fake_gpu
+    plans, real_plan = [], gemm_op._plan
+    monkeypatch.setattr(gemm_op, "_plan", lambda *args: plans.append(1) or real_plan(*args))
     a = checks.random_tensor((64, 64), torch.float16, "cpu")
     b = checks.random_tensor((64, 32), torch.float16, "cpu")
     out = checks.poisoned((64, 32), torch.float16, "cpu")
-    _expect_gemm_refused(gr, a, b, out, _bad_gemm_inputs(a, b, out, "meta"))
+    _expect_gemm_refused(a, b, out, _bad_gemm_inputs(a, b, out, "meta"))
     assert built == [(32, 64, "float16")]
     # one plan for the valid key; the rest were refused by the stand-in kernel and then named, but
     # for the two that cannot be served a plan (a list; a misaligned view), planned and refused in
     # each of the two rounds
     assert len(plans) == 1 + 2 * 2
     fresh = checks.random_tensor((64, 64), torch.float16, "cpu"), checks.random_tensor((64, 32), torch.float16, "cpu")
-    checks.assert_close(gr.gemm_relu(*fresh, gr.SEED_CONFIG), gr.gemm_relu_reference(*fresh),
+    checks.assert_close(gemm_op.gemm_relu(*fresh, gr.SEED_CONFIG), gr.gemm_relu_reference(*fresh),
                         tolerance=checks.TOLERANCE["float16"])
 
 
@@ -679,9 +685,7 @@ def test_gpu_mode_gemm_relu_keys_on_what_picks_the_plan_and_names_each_refused_a
 def test_gpu_gemm_relu_names_each_argument_the_real_kernel_refuses():
     """The compiled kernel (the seed tile, N = 128, K = 256) refuses each bad argument that shares
     the warm call's key, and gemm_relu names it in one line."""
-    from tilelang_tutorial.lessons.gemm import kernel as gr
-
     a = checks.random_tensor((64, 256), torch.float16, "cuda")
     b = checks.random_tensor((256, 128), torch.float16, "cuda")
     out = checks.poisoned((64, 128), torch.float16, "cuda")
-    _expect_gemm_refused(gr, a, b, out, _bad_gemm_inputs(a, b, out, "cpu"))
+    _expect_gemm_refused(a, b, out, _bad_gemm_inputs(a, b, out, "cpu"))

@@ -270,7 +270,7 @@ def test_3_one_tma_operand_doubles_the_producer_lowering():
     src = _lower_source(ragged_gemm(1000, 999), "sm_90a")
     assert "__launch_bounds__(512, 1)" in src and "warpgroup_reg" not in src, gone(
         "256-thread plain-load producer + 256 consumers = 512 threads, 128 registers each",
-        "tilelang_tutorial/lessons/gemm/rule.py (choose: seed config for N % 8 or K % 8) and kernel.py "
+        "tilelang_tutorial/lessons/gemm/rule.py (choose: seed config for N % 8 or K % 8) and op.py "
         "(check_config_for_shape)")
     assert "tma_load(B_desc" in src and "tma_load(A_desc" not in src
     aligned = _lower_source(ragged_gemm(1000, 1000), "sm_90a")      # both TMA: 128 producer threads
@@ -281,7 +281,7 @@ def test_3_one_tma_operand_doubles_the_producer_lowering():
 def test_3_one_tma_operand_runs_out_of_registers_in_ptxas():
     err = build_error(lambda: _compile(ragged_gemm(1000, 999), "sm_90a"))
     assert err is not None, gone("ptxas 'Insufficient registers' for a 128x256 tile with K % 8 != 0",
-                                 "tilelang_tutorial/lessons/gemm/rule.py (choose) and kernel.py "
+                                 "tilelang_tutorial/lessons/gemm/rule.py (choose) and op.py "
                                  "(check_config_for_shape)")
     assert "Insufficient registers (128)" in str(err), changed("3", err)
 

@@ -1,6 +1,6 @@
 """Lesson 02: GEMM with a fused ReLU (``notebooks/02_gemm_relu.ipynb``).
 
-Kernel :mod:`.kernel` (factory, op, reference), configurations :mod:`.configs`, exercises
+Kernel :mod:`.kernel` (factory, builder, reference), the op :mod:`.op`, configurations :mod:`.configs`, exercises
 :mod:`.exercises` (transposed B, bias + GELU epilogue), benchmark suites ``gemm`` (the squares),
 ``gemm_rule`` (the op through its rule: random shapes drawn afresh, small M), ``gemm_sweep``
 (:mod:`.bench`) and ``gemm_host`` (:mod:`.host_bench`), the reader's kernel beside the records
@@ -52,11 +52,11 @@ def programs_of(record):
 def measured(record):
     """What a ``gemm`` / ``gemm_sweep`` / ``gemm_rule`` record measured: its
     config's program(s) (:func:`programs_of`), and for records of the op, the op's Python."""
-    from . import kernel
+    from . import op
 
     progs = programs_of(record)
     if record["config"].get("variant") == "rule":
-        progs += [kernel.gemm_relu, kernel._plan, kernel.validate_inputs]
+        progs += [op.gemm_relu, op._plan, op.validate_inputs]
     return progs
 
 
@@ -86,7 +86,7 @@ def compile_cases():
         """what gemm_relu builds for (M, 4096, 4096) on this architecture"""
         def build(arch):
             choice = rule.choose(M, 4096, 4096, "float16", arch)
-            from .kernel import build_for
+            from .op import build_for
 
             return build_for(4096, 4096, choice.config, choice.split, "float16", choice.last_rows,
                              choice.a_rows, arch)[0]
@@ -235,4 +235,4 @@ def flow_bugs():
 
 
 # the modules a notebook reaches through the lesson (lesson.exercises.check_..., ...)
-from . import blackwell, configs, kernel, exercises, last_rows, plots, reading, rule  # noqa: E402,F401
+from . import blackwell, configs, kernel, exercises, last_rows, op, plots, reading, rule  # noqa: E402,F401

@@ -19,6 +19,7 @@ import os
 
 from ... import checks, results, runtime, timing
 from . import kernel as gr
+from . import op
 
 COMMAND = "python -m tilelang_tutorial bench gemm"
 SIZES = (2048, 4096, 8192)
@@ -98,7 +99,7 @@ def _precompile_job(job):
         return
     if len(job) in (5, 7):
         N, K, cfg, split, dtype, rows, a_rows = job if len(job) == 7 else job + ("filled", 0)
-        gr.build_for(N, K, cfg, split, dtype, rows, a_rows)
+        op.build_for(N, K, cfg, split, dtype, rows, a_rows)
         return
     N, K, cfg, dtype = job
     gr.build_gemm_relu(N, K, config=cfg, dtype=dtype)
@@ -393,7 +394,7 @@ def prebuild_rule(choices, arch=None):
         if job[0] == "gemv":
             return gemv.build_gemv_relu(job[1], job[2], job[3], job[4], arch)
         N, K, cfg, split, dt, rows, a_rows = job
-        return gr.build_for(N, K, cfg, split, dt, rows, a_rows, arch)
+        return op.build_for(N, K, cfg, split, dt, rows, a_rows, arch)
 
     if arch is None:
         runtime.precompile(jobs, f"{__name__}:_precompile_job")
@@ -442,11 +443,11 @@ def rule_records(sets, skipped: list | None = None) -> list:
         choice = choices[(M, N, K, dt)]
         a, b = _inputs(M, N, K, dt)
         c = checks.poisoned((M, N), a.dtype, "cuda")
-        gr.gemm_relu(a, b, out=c)
+        op.gemm_relu(a, b, out=c)
         torch.cuda.synchronize()
         cmp = checks.compare(c, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dt])
         try:
-            t = timing.measure(lambda: gr.gemm_relu(a, b, out=c))
+            t = timing.measure(lambda: op.gemm_relu(a, b, out=c))
             torch_t = timing.measure(lambda: torch.relu(a @ b))
         except timing.TimingDisagreement as exc:
             print(f"{set_name:<8} {f'{M}x{N}x{K}':<18} {dt:<9} not recorded: {exc}", flush=True)
@@ -505,7 +506,7 @@ def direct_call(choice, N, K, dt, a, b, out):
     the op around them (the split-K pair with its own workspace)."""
     import torch
 
-    kernels = [runtime.launcher(k) for k in gr.build_for(N, K, choice.config, choice.split, dt,
+    kernels = [runtime.launcher(k) for k in op.build_for(N, K, choice.config, choice.split, dt,
                                                          choice.last_rows, choice.a_rows)]
     if choice.split == 1:
         return functools.partial(kernels[0], a, b, out)
@@ -555,7 +556,7 @@ def run_rule(quick: bool = False) -> results.Run:
     """Suite ``gemm_rule``: the op through the rule on the random set (drawn afresh) and the small-M
     set, each shape against torch relu(a @ b) measured in the same run."""
     runtime.require_gpu("the gemm_rule benchmark")
-    gr.clear_plans()
+    op.clear_plans()
     prov = results.provenance(RULE_COMMAND + (" --quick" if quick else ""))
     sets, seed = rule_sets(quick)
     print(f"gemm_rule: {len(sets)} shapes drawn with seed {seed}", flush=True)

@@ -21,10 +21,9 @@ DTYPE = "float16"
 def measured(record):
     """What a ``gemm_host`` record measured: the program(s) of the chosen configuration (the
     split-K pair when it split K) and the op's Python code on the per-call path."""
-    from . import kernel, programs_of, rule
+    from . import op, programs_of, rule
 
-    return programs_of(record) + [kernel.gemm_relu, kernel._plan, kernel._check, kernel.validate_inputs,
-                                  rule.choose]
+    return programs_of(record) + [op.gemm_relu, op._plan, op._check, op.validate_inputs, rule.choose]
 
 
 def bare_call(a, b, out, choice):
@@ -32,7 +31,7 @@ def bare_call(a, b, out, choice):
     workspace made here, once)."""
     import torch
 
-    from . import kernel
+    from . import op
 
     M, K = a.shape
     N = b.shape[1]
@@ -41,7 +40,7 @@ def bare_call(a, b, out, choice):
 
         compiled = gemv.build_gemv_relu(N, K, choice.gemv, DTYPE)
         return (lambda: compiled(a, b, out)), "compiled GEMV kernel(a, b, c)"
-    kernels = kernel.build_for(N, K, choice.config, choice.split, DTYPE, choice.last_rows, choice.a_rows)
+    kernels = op.build_for(N, K, choice.config, choice.split, DTYPE, choice.last_rows, choice.a_rows)
     if choice.split > 1:
         partial, reduce = kernels
         workspace = torch.empty((choice.split, M, N), dtype=torch.float32, device=a.device)
@@ -57,10 +56,10 @@ def bare_call(a, b, out, choice):
 def run(quick: bool = False) -> results.Run:
     import torch
 
-    from . import kernel, rule
+    from . import kernel, op, rule
 
     prov = results.provenance(COMMAND + (" --quick" if quick else ""))
-    kernel.clear_plans()                    # plans made before this run may hold other builds
+    op.clear_plans()                    # plans made before this run may hold other builds
     tdt = getattr(torch, DTYPE)
     out, notes = [], {}
     for M, N, K in POINTS:
@@ -69,7 +68,7 @@ def run(quick: bool = False) -> results.Run:
         c, c_bare = checks.poisoned((M, N), tdt, "cuda"), checks.poisoned((M, N), tdt, "cuda")
         choice = rule.choose(M, N, K, DTYPE)
         bare, bare_name = bare_call(a, b, c_bare, choice)
-        kernel.gemm_relu(a, b, out=c)
+        op.gemm_relu(a, b, out=c)
         bare()
         torch.cuda.synchronize()
         ref = kernel.gemm_relu_reference(a, b)
@@ -80,7 +79,7 @@ def run(quick: bool = False) -> results.Run:
             suite=SUITE, kernel="gemm_relu",
             config=choice.as_dict(),
             shape={"M": M, "N": N, "K": K}, dtype=DTYPE, label=f"gemm_relu {M}x{N}x{K}",
-            op=lambda: kernel.gemm_relu(a, b, out=c), bare=bare, op_check=op_check, bare_check=bare_check,
+            op=lambda: op.gemm_relu(a, b, out=c), bare=bare, op_check=op_check, bare_check=bare_check,
             call="gemm_relu(a, b, out=c) (config chosen by the rule)", bare_name=bare_name,
             eager=lambda: torch.relu_(torch.matmul(a, b, out=c_torch)),
             eager_name="torch: relu_(matmul(a, b, out=c))", eager_goal=False, notes=notes,

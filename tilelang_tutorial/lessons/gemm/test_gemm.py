@@ -6,6 +6,7 @@ import torch
 
 from tilelang_tutorial import checks, runtime
 from tilelang_tutorial.lessons.gemm import kernel as gr
+from tilelang_tutorial.lessons.gemm import op
 
 GPU = runtime.gpu_available()
 requires_gpu = pytest.mark.gpu   # conftest skips it without a GPU; `pytest -m gpu` selects it
@@ -75,28 +76,28 @@ def _t(*shape, dtype=torch.float16):
 ])
 def test_bad_input_errors(a, b, exc, match):
     with pytest.raises(exc, match=match):
-        gr.gemm_relu(a, b)
+        op.gemm_relu(a, b)
 
 
 def test_misaligned_view_rejected():
     base = _t(64 * 32 + 1)
     a = base[1:].view(64, 32)  # contiguous, but 2 bytes past a 16-byte boundary
     with pytest.raises(ValueError, match="16-byte"):
-        gr.gemm_relu(a, _t(32, 16))
+        op.gemm_relu(a, _t(32, 16))
 
 
 def test_bad_out_buffer():
     with pytest.raises(ValueError, match="out has shape"):
-        gr.gemm_relu(_t(64, 32), _t(32, 16), out=_t(64, 15))
+        op.gemm_relu(_t(64, 32), _t(32, 16), out=_t(64, 15))
 
 
 def test_tensors_must_be_where_kernels_run():
     a, b = _t(64, 32), _t(32, 16)
     if runtime.mode().can_run:
         with pytest.raises(ValueError, match="cuda device"):
-            gr.gemm_relu(a, b)
+            op.gemm_relu(a, b)
     else:
-        out = gr.gemm_relu(a, b)       # emulated: CPU tensors run in the tile emulator
+        out = op.gemm_relu(a, b)       # emulated: CPU tensors run in the tile emulator
         checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE["float16"])
 
 
@@ -296,11 +297,11 @@ def _assert_the_op_contract(shape, dtype, variant, device):
     cfg = gr.SEED_CONFIG if variant == "seed" else gr.tuned_config(dtype)
     if variant == "tuned" and (N % 8 or K % 8):
         with pytest.raises(ValueError, match="not a multiple of 8") as refused:
-            gr.gemm_relu(a, b, cfg, out=out)
+            op.gemm_relu(a, b, cfg, out=out)
         assert "\n" not in str(refused.value) and f"N={N}, K={K}" in str(refused.value), str(refused.value)
         assert rule.choose(M, N, K, dtype).config == rule.seed_config(runtime.current_arch())   # config=None
         return
-    c = gr.gemm_relu(a, b, cfg, out=out)
+    c = op.gemm_relu(a, b, cfg, out=out)
     assert c is out and c.dtype == tdt
     checks.assert_close(c, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dtype],
                         what=f"gemm_relu {shape} {dtype} {cfg.name}")
@@ -328,12 +329,12 @@ def test_one_dynamic_m_kernel_serves_many_m():
     N, K = 768, 512
     tdt = torch.float16
     b = checks.random_tensor((K, N), tdt, "cuda")
-    gr.gemm_relu(checks.random_tensor((8, K), tdt, "cuda"), b, gr.SEED_CONFIG)
+    op.gemm_relu(checks.random_tensor((8, K), tdt, "cuda"), b, gr.SEED_CONFIG)
     before = gr._build.cache_info()
     for M in (1, 7, 128, 129, 1000, 4097):
         a = checks.random_tensor((M, K), tdt, "cuda")
         out = checks.poisoned((M, N), tdt, "cuda")
-        gr.gemm_relu(a, b, gr.SEED_CONFIG, out=out)
+        op.gemm_relu(a, b, gr.SEED_CONFIG, out=out)
         checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE["float16"], what=f"M={M}")
     after = gr._build.cache_info()
     assert after.misses == before.misses, "a new M must not compile a new kernel"
@@ -343,10 +344,10 @@ def test_one_dynamic_m_kernel_serves_many_m():
 def test_empty_and_k_zero():
     a = torch.empty((0, 64), dtype=torch.float16, device="cuda")
     b = checks.random_tensor((64, 32), torch.float16, "cuda")
-    assert gr.gemm_relu(a, b).shape == (0, 32)
+    assert op.gemm_relu(a, b).shape == (0, 32)
     a = torch.empty((5, 0), dtype=torch.float16, device="cuda")
     b = torch.empty((0, 32), dtype=torch.float16, device="cuda")
-    assert torch.equal(gr.gemm_relu(a, b), torch.zeros(5, 32, dtype=torch.float16, device="cuda"))
+    assert torch.equal(op.gemm_relu(a, b), torch.zeros(5, 32, dtype=torch.float16, device="cuda"))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -366,7 +367,7 @@ def test_a_large_config_on_an_unaligned_shape_is_one_line_before_compiling(monke
     monkeypatch.setattr(tilelang, "compile", lambda *a, **k: pytest.fail("reached the compiler"))
     a, b = _t(64, 1000), _t(1000, 1001)
     with pytest.raises(ValueError, match="not a multiple of 8") as info:
-        gr.gemm_relu(a, b, gr.tuned_config("float16"))
+        op.gemm_relu(a, b, gr.tuned_config("float16"))
     assert "\n" not in str(info.value)
 
 
@@ -510,7 +511,7 @@ def test_every_path_of_the_rule_matches_the_reference(path):
     tdt = getattr(torch, dtype)
     a, b = checks.random_tensor((M, K), tdt, device), checks.random_tensor((K, N), tdt, device)
     out = checks.poisoned((M, N), tdt, device)
-    gr.gemm_relu(a, b, out=out)
+    op.gemm_relu(a, b, out=out)
     checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dtype],
                         what=f"{path}: {M}x{N}x{K} {dtype} {label}")
 
@@ -539,7 +540,7 @@ def test_each_tall_tile_matches_the_reference(name):
     M, N, K = 300, 296, 200
     a, b = checks.random_tensor((M, K), torch.float16, device), checks.random_tensor((K, N), torch.float16, device)
     out = checks.poisoned((M, N), torch.float16, device)
-    gr.gemm_relu(a, b, cfg, out=out)
+    op.gemm_relu(a, b, cfg, out=out)
     checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE["float16"],
                         what=f"{name} ({cfg.name}) on {M}x{N}x{K}")
 
@@ -582,7 +583,7 @@ def test_gpu_any_shape_through_the_rule(shape, dtype):
     tdt = getattr(torch, dtype)
     a, b = checks.random_tensor((M, K), tdt, "cuda"), checks.random_tensor((K, N), tdt, "cuda")
     out = checks.poisoned((M, N), tdt, "cuda")
-    gr.gemm_relu(a, b, out=out)
+    op.gemm_relu(a, b, out=out)
     checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dtype],
                         what=f"gemm_relu {shape} {dtype} ({rule.choose(M, N, K, dtype)})")
 
@@ -755,8 +756,8 @@ def test_the_op_builds_the_factory_it_is_given():
     a = checks.random_tensor((40, 72), torch.float16, device)
     b = checks.random_tensor((72, 48), torch.float16, device)
     ref = gr.gemm_relu_reference(a, b)
-    assert checks.compare(gr.gemm_relu(a, b, program=gr.gemm_relu_program), ref, tolerance=2e-3).ok
-    buggy = gr.gemm_relu(a, b, program=_no_relu_program)
+    assert checks.compare(op.gemm_relu(a, b, program=gr.gemm_relu_program), ref, tolerance=2e-3).ok
+    buggy = op.gemm_relu(a, b, program=_no_relu_program)
     assert (buggy < 0).any() and not checks.compare(buggy, ref, tolerance=2e-3).ok
 
 
@@ -783,16 +784,16 @@ def test_a_repeated_call_reuses_its_plan_and_new_data_still_gets_the_right_answe
     from tilelang_tutorial.lessons.gemm import rule as gemm_rule
 
     device = runtime.mode().device
-    gr.clear_plans()
+    op.clear_plans()
     a, b = checks.random_tensor((3, 64), torch.float16, device), checks.random_tensor((64, 32), torch.float16, device)
-    gr.gemm_relu(a, b, gr.SEED_CONFIG)          # the kernel of the tests below (N = 32, K = 64)
-    calls, validate = [], gr.validate_inputs
-    monkeypatch.setattr(gr, "validate_inputs", lambda *x, **k: calls.append("validate") or validate(*x, **k))
+    op.gemm_relu(a, b, gr.SEED_CONFIG)          # the kernel of the tests below (N = 32, K = 64)
+    calls, validate = [], op.validate_inputs
+    monkeypatch.setattr(op, "validate_inputs", lambda *x, **k: calls.append("validate") or validate(*x, **k))
     monkeypatch.setattr(gemm_rule, "choose", lambda *x, **k: pytest.fail("asked the rule again"))
     a2, b2 = checks.random_tensor((3, 64), torch.float16, device), checks.random_tensor((64, 32), torch.float16, device)
     out = checks.poisoned((3, 32), torch.float16, device)
-    gr.gemm_relu(a2, b2, gr.SEED_CONFIG)                     # same key as the first call: the plan
-    c = gr.gemm_relu(a2, b2, gr.SEED_CONFIG, out=out)        # a new key (an out): validated once
+    op.gemm_relu(a2, b2, gr.SEED_CONFIG)                     # same key as the first call: the plan
+    c = op.gemm_relu(a2, b2, gr.SEED_CONFIG, out=out)        # a new key (an out): validated once
     assert c is out
     checks.assert_close(out, gr.gemm_relu_reference(a2, b2), tolerance=checks.TOLERANCE["float16"], what="plan")
     assert calls == ["validate"]
@@ -802,37 +803,37 @@ def test_bad_input_with_a_planned_key_is_still_refused_in_one_line():
     """What the key does not fix (the data's contiguity, a view's 16-byte alignment) is checked on
     every call; a bad tensor of a planned shape gets the same one-line error as a first call."""
     device = runtime.mode().device
-    gr.clear_plans()
+    op.clear_plans()
     a, b = checks.random_tensor((4, 64), torch.float16, device), checks.random_tensor((64, 32), torch.float16, device)
-    gr.gemm_relu(a, b, gr.SEED_CONFIG)
+    op.gemm_relu(a, b, gr.SEED_CONFIG)
     strided = checks.random_tensor((64, 64), torch.float16, device)[:, ::2]          # (64, 32), not contiguous
     with pytest.raises(ValueError, match="b must be contiguous") as info:
-        gr.gemm_relu(a, strided, gr.SEED_CONFIG)
+        op.gemm_relu(a, strided, gr.SEED_CONFIG)
     assert "\n" not in str(info.value)
     offset = checks.random_tensor((4 * 64 + 1,), torch.float16, device)[1:].view(4, 64)   # 2 bytes past a boundary
     with pytest.raises(ValueError, match="16-byte boundary"):
-        gr.gemm_relu(offset, b, gr.SEED_CONFIG)
+        op.gemm_relu(offset, b, gr.SEED_CONFIG)
     out = checks.poisoned((4, 64), torch.float16, device)[:, ::2]
     with pytest.raises(ValueError, match="out must be contiguous"):
-        gr.gemm_relu(a, b, gr.SEED_CONFIG, out=out)
+        op.gemm_relu(a, b, gr.SEED_CONFIG, out=out)
     with pytest.raises(TypeError, match="same dtype"):
-        gr.gemm_relu(a, b.to(torch.bfloat16), gr.SEED_CONFIG)
+        op.gemm_relu(a, b.to(torch.bfloat16), gr.SEED_CONFIG)
     with pytest.raises(TypeError, match="must be a torch.Tensor"):
-        gr.gemm_relu(a.tolist(), b, gr.SEED_CONFIG)
+        op.gemm_relu(a.tolist(), b, gr.SEED_CONFIG)
 
 
 def test_a_changed_mode_is_a_new_plan(monkeypatch):
     """A plan is used only under the mode it was made in: forcing emulation, or another
     architecture, is never served a plan made for the other mode (a repeat call in one mode is)."""
-    gr.clear_plans()
-    plans, real_plan = [], gr._plan
-    monkeypatch.setattr(gr, "_plan", lambda *args: plans.append(runtime.mode()) or real_plan(*args))
+    op.clear_plans()
+    plans, real_plan = [], op._plan
+    monkeypatch.setattr(op, "_plan", lambda *args: plans.append(runtime.mode()) or real_plan(*args))
 
     def call():
         device = runtime.mode().device           # a GPU's mode becomes emulation under another arch
         a = checks.random_tensor((2, 64), torch.float16, device)
         b = checks.random_tensor((64, 32), torch.float16, device)
-        checks.assert_close(gr.gemm_relu(a, b, gr.SEED_CONFIG), gr.gemm_relu_reference(a, b),
+        checks.assert_close(op.gemm_relu(a, b, gr.SEED_CONFIG), gr.gemm_relu_reference(a, b),
                             tolerance=checks.TOLERANCE["float16"])
     call()
     call()
@@ -873,18 +874,18 @@ def test_a_plan_whose_kernels_check_their_arguments_still_names_a_refused_one_in
     strides itself); when the kernel refuses an argument the op re-validates and raises its own one
     line; a valid input whose kernel fails for another reason gets the kernel's error unchanged."""
     device = runtime.mode().device
-    gr.clear_plans()
+    op.clear_plans()
     a, b = checks.random_tensor((4, 64), torch.float16, device), checks.random_tensor((64, 32), torch.float16, device)
-    gr.gemm_relu(a, b, gr.SEED_CONFIG)
-    (key,) = gr._LAUNCHERS.entries
+    op.gemm_relu(a, b, gr.SEED_CONFIG)
+    (key,) = op._LAUNCHERS.entries
 
     def kernel_refuses(a, b, config, out, program):
         raise RuntimeError("kernel gemm_relu_kernel input B strides[0] violates packed ABI constraint")
-    gr._LAUNCHERS.entries[key] = (kernel_refuses, True, runtime.mode())
+    op._LAUNCHERS.entries[key] = (kernel_refuses, True, runtime.mode())
     strided = checks.random_tensor((64, 64), torch.float16, device)[:, ::2]
     with pytest.raises(ValueError, match="b must be contiguous") as info:
-        gr.gemm_relu(a, strided, gr.SEED_CONFIG)
+        op.gemm_relu(a, strided, gr.SEED_CONFIG)
     assert "\n" not in str(info.value)
     with pytest.raises(RuntimeError, match="violates packed ABI"):
-        gr.gemm_relu(a, b, gr.SEED_CONFIG)
-    gr.clear_plans()
+        op.gemm_relu(a, b, gr.SEED_CONFIG)
+    op.clear_plans()

@@ -10,6 +10,7 @@ import torch
 from tilelang_tutorial import checks, results, runtime
 from tilelang_tutorial.lessons import gemm
 from tilelang_tutorial.lessons.gemm import kernel as gr
+from tilelang_tutorial.lessons.gemm import op
 from tilelang_tutorial.lessons.gemm import last_rows, rule
 from tilelang_tutorial.lessons.gemm.rule import SMALL_M_TILES
 
@@ -61,7 +62,7 @@ def _the_op_on_the_gpu(M, N, K, dtype, kinds):
     a = checks.random_tensor((M, K), tdt, "cuda")
     b = checks.random_tensor((K, N), tdt, "cuda")
     out = checks.poisoned((M, N), tdt, "cuda")
-    gr.gemm_relu(a, b, out=out)
+    op.gemm_relu(a, b, out=out)
     checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=checks.TOLERANCE[dtype],
                         what=f"{M}x{N}x{K} {choice.label}")
 
@@ -137,19 +138,19 @@ def test_the_op_builds_the_rules_last_row_kernel_and_a_readers_own(monkeypatch):
         return program
 
     monkeypatch.setitem(last_rows.PROGRAMS, "clamped", spy(last_rows.clamped_program))
-    gr.clear_plans()
+    op.clear_plans()
     M, N, K = 70, 3144, 72                 # the rule: two rows of 64 x 64 tiles, the second clamped (test_gemm's shape)
     assert rule.choose(M, N, K, "float16").last_rows == "clamped"
     a = checks.random_tensor((M, K), torch.float16, DEVICE)
     b = checks.random_tensor((K, N), torch.float16, DEVICE)
     out = checks.poisoned((M, N), torch.float16, DEVICE)
-    gr.gemm_relu(a, b, out=out)
+    op.gemm_relu(a, b, out=out)
     assert built == ["clamped_program"]
     checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=TOL, what="the op, clamped")
     readers = spy(gr.gemm_relu_program)
-    gr.gemm_relu(a, b, out=out, program=readers)
+    op.gemm_relu(a, b, out=out, program=readers)
     assert built == ["clamped_program", "gemm_relu_program"]
-    gr.clear_plans()
+    op.clear_plans()
 
 
 def test_a_record_of_the_clamped_path_fingerprints_the_clamped_program():
@@ -206,7 +207,7 @@ def test_short_box_split_k_partial_is_right(M):
     from tilelang_tutorial.lessons.gemm import split_k
 
     config = SMALL_M_TILES["m64n64k128s4"]
-    partial, reduce = gr.build_for(264, 1000, config, 3, "float16", "short", last_rows.short_rows(M))
+    partial, reduce = op.build_for(264, 1000, config, 3, "float16", "short", last_rows.short_rows(M))
     a = checks.random_tensor((M, 1000), torch.float16, DEVICE)
     b = checks.random_tensor((1000, 264), torch.float16, DEVICE)
     w = checks.poisoned((3, M, 264), torch.float32, DEVICE)
@@ -241,13 +242,13 @@ def test_the_emulator_sees_the_unloaded_rows_and_the_op_does_not_warn_of_them():
     a, b = checks.random_tensor((3, 64), torch.float16, "cpu"), checks.random_tensor((64, 64), torch.float16, "cpu")
     findings = emulate.check(kernel, a, b, checks.poisoned((3, 64), torch.float16, "cpu"), checks="uninit")
     assert any("A_shared" in f.message and "[8, 0]" in f.message for f in findings), findings
-    gr.clear_plans()
+    op.clear_plans()
     with warnings.catch_warnings():
         warnings.simplefilter("error", EmulatorWarning)
-        out = gr.gemm_relu(checks.random_tensor((3, 64), torch.float16, "cpu"),
+        out = op.gemm_relu(checks.random_tensor((3, 64), torch.float16, "cpu"),
                            checks.random_tensor((64, 4096), torch.float16, "cpu"))
     assert out.shape == (3, 4096) and rule.choose(3, 4096, 64, "float16").last_rows == "short"
-    gr.clear_plans()
+    op.clear_plans()
 
 
 def test_the_short_box_refuses_what_it_cannot_do_in_one_line():
@@ -330,16 +331,16 @@ def test_the_op_runs_the_swapped_kernel_where_the_rule_says(monkeypatch):
         return last_rows.swapped_program(*args, **kwargs)
 
     monkeypatch.setitem(last_rows.PROGRAMS, "swapped", spy)
-    gr.clear_plans()
+    op.clear_plans()
     M, N, K = 300, 264, 200                # test_gemm's shape of the swapped path
     assert rule.choose(M, N, K, "float16").last_rows == "swapped"
     a = checks.random_tensor((M, K), torch.float16, DEVICE)
     b = checks.random_tensor((K, N), torch.float16, DEVICE)
     out = checks.poisoned((M, N), torch.float16, DEVICE)
-    gr.gemm_relu(a, b, out=out)
+    op.gemm_relu(a, b, out=out)
     assert built == ["swapped_program"]
     checks.assert_close(out, gr.gemm_relu_reference(a, b), tolerance=TOL, what="the op, swapped")
-    gr.clear_plans()
+    op.clear_plans()
 
 
 def test_a_record_of_the_swapped_path_fingerprints_the_swapped_program():
