@@ -443,8 +443,7 @@ def test_mla_host_run_glue(on_cpu, monkeypatch):
 
     make = host_bench.make_paged_inputs
     monkeypatch.setattr(host_bench, "make_paged_inputs", lambda *a, device, **kw: make(*a, device="cpu", **kw))
-    monkeypatch.setattr(host_bench, "POINTS", [(1, 100), (3, 130)])
-    monkeypatch.setattr(host_bench, "H_Q", 16)
+    monkeypatch.setattr(host_bench, "POINTS", [("b1", 1, 16, 100, "float16"), ("ragged", 3, 16, (130, "ragged"), "float16")])
 
     def fake_build(h_q, dtype, **kw):
         def k(q_nope, q_pe, kv, pe, block_table, seqlens, lse, o_partial, out):
@@ -453,5 +452,8 @@ def test_mla_host_run_glue(on_cpu, monkeypatch):
         return k
     monkeypatch.setattr(op, "build_mla_decode", fake_build)
     run = host_bench.run()
-    _check_run(run, 2, 2, on_cpu)
-    assert all(r["config"]["path"] == "plan.run" and r["correctness"]["checked_sequences"] >= 1 for r in run.records)
+    _check_run(run, 2, 3, on_cpu)          # plan.run, its bare kernel, mla_decode
+    assert all(r["config"]["path"] == "plan.run and mla_decode" and r["correctness"]["checked_sequences"] >= 1
+               for r in run.records)
+    assert all(r["host_cost"]["one_call_over_op"] > 0 for r in run.records)
+    assert [g["metric"] for g in run.goals] == ["host_cost.excess_us", "host_cost.one_call_over_op"]

@@ -102,6 +102,9 @@ def main(calls: int = 5000) -> int:
 
 #: The goal: an op's call at most this many microseconds above the bare compiled-kernel call.
 GOAL_EXCESS_US = 3.0
+#: The goal for an op with a one-call form beside its planned fast path: the one call, back to
+#: back, at most this many times the planned call.
+GOAL_ONE_CALL_RATIO = 1.2
 #: The metric of every host-cost record (its ``value`` is the op's microseconds per call).
 METRIC = "time per call, back to back (host time counted)"
 
@@ -246,18 +249,21 @@ def goals(extra: list | None = None) -> list[dict]:
 def line(label: str, host: dict, cmp) -> str:
     """One line of a suite's progress output."""
     mine = host.get("op_allocating_us", host["op_us"])
+    one = (f", one call {host['one_call_us']:7.2f} us ({host['one_call_over_op']:.2f}x) "
+           f"{'✔' if host['one_call_met'] else '✘'}" if "one_call_us" in host else "")
     eager = (f", eager torch {host['eager_us']:7.2f} us vs op {mine:7.2f} us {'✔' if host['eager_met'] else '✘'}"
              if "eager_us" in host else "")
     issue = (f" (issue {host['issue_excess_us']:+6.2f} us)" if "issue_excess_us" in host else "")
     return (f"{label:<34} op {host['op_us']:7.2f} us, bare {host['bare_us']:7.2f} us, "
-            f"{host['excess_us']:+6.2f} us {'✔' if host['excess_met'] else '✘'}{issue}{eager}; {cmp}")
+            f"{host['excess_us']:+6.2f} us {'✔' if host['excess_met'] else '✘'}{issue}{eager}{one}; {cmp}")
 
 
 def measure_record(*, suite: str, kernel: str, config: dict, shape: dict, dtype: str, label: str,
                    op: Callable[[], object], bare: Callable[[], object], op_check, bare_check,
                    call: str, bare_name: str, eager: Callable[[], object] | None = None,
                    eager_name: str | None = None, eager_goal: bool = True,
-                   op_as_eager: Callable[[], object] | None = None, notes: dict, **extra) -> dict | None:
+                   op_as_eager: Callable[[], object] | None = None, one_call: Callable[[], object] | None = None,
+                   one_call_name: str | None = None, notes: dict, **extra) -> dict | None:
     """Time ``op`` (the call a user makes), ``bare`` (the compiled kernel called directly on the
     same inputs) and, where given, ``eager`` (eager torch's call), back to back, interleaved over
     :data:`ROUNDS` rounds (:func:`timed_calls`), and build the record. ``op_check`` /
@@ -268,7 +274,11 @@ def measure_record(*, suite: str, kernel: str, config: dict, shape: dict, dtype:
 
     ``op_as_eager``: the op called the way eager torch's call is made (allocating its output),
     timed too and judged against ``eager`` instead of ``op`` (which writes a given buffer, as the
-    bare call does); its figure is ``host_cost.op_allocating_us``."""
+    bare call does); its figure is ``host_cost.op_allocating_us``.
+
+    ``one_call``: the simplest call of the same op (one function that validates and plans for the
+    user, where ``op`` is the planned fast path), timed in the same rounds and judged against ``op``:
+    ``host_cost.one_call_over_op`` at most :data:`GOAL_ONE_CALL_RATIO`."""
     from . import results
 
     calls = {"bare": bare, "op": op}
@@ -276,6 +286,8 @@ def measure_record(*, suite: str, kernel: str, config: dict, shape: dict, dtype:
         calls["eager"] = eager
     if op_as_eager is not None:
         calls["op_as_eager"] = op_as_eager
+    if one_call is not None:
+        calls["one_call"] = one_call
     timed, failed, rounds_us = timed_calls(calls)
     if "op" not in timed or "bare" not in timed:
         notes[label] = {"not recorded": failed}
@@ -300,6 +312,16 @@ def measure_record(*, suite: str, kernel: str, config: dict, shape: dict, dtype:
                         eager_us=theirs, op_minus_eager_us=diff, op_minus_eager_of_figures_us=mine - theirs,
                         eager_met=diff <= 0)
         host["met"] = host["excess_met"] and host.get("eager_met", False)
+    if one_call is not None:
+        host = fields["host_cost"]
+        if "one_call" in timed:
+            mine = timed["one_call"].ms * 1e3
+            host.update(one_call=one_call_name, one_call_us=mine, one_call_timing=timed["one_call"].as_dict(),
+                        one_call_over_op=mine / host["op_us"], goal_one_call_ratio=GOAL_ONE_CALL_RATIO,
+                        one_call_met=mine / host["op_us"] <= GOAL_ONE_CALL_RATIO)
+        else:
+            host.update(one_call=one_call_name, one_call_met=False)
+        host["met"] = host["met"] and host["one_call_met"]
     rec = results.make_record(suite=suite, kernel=kernel, config=config, shape=shape, dtype=dtype,
                               correctness=dict(correctness(op_check), bare_call=correctness(bare_check)),
                               **fields, **extra)

@@ -170,21 +170,28 @@ def validate_inputs(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens
     devices = {t.device for t in (q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens)}
     if len(devices) > 1:
         raise ValueError(f"all inputs must be on one device, got {sorted(map(str, devices))}")
-    lens = cache_seqlens.detach().to("cpu")
-    if int(lens.min()) < 1:
-        raise ValueError(f"cache_seqlens must be >= 1 (got min {int(lens.min())})")
-    max_len = int(lens.max())
+    # The lengths and page ids, checked where they are (on the GPU, by torch ops queued behind the
+    # work that wrote them), read back in one small copy: one host sync per validation.
+    lens = cache_seqlens.to(torch.int64)
+    pages = (lens + PAGE_SIZE - 1) // PAGE_SIZE
+    used = torch.arange(block_table.shape[1], device=block_table.device) < pages[:, None]
+    outside = ((block_table < 0) | (block_table >= num_pages)) & used
+    stats = torch.stack([lens.min(), lens.max(), outside.sum(),
+                         torch.where(outside, block_table, num_pages).min().to(torch.int64),
+                         torch.where(outside, block_table, -1).max().to(torch.int64)])
+    min_len, max_len, n_outside, lo, hi = stats.tolist()
+    if min_len < 1:
+        raise ValueError(f"cache_seqlens must be >= 1 (got min {min_len})")
     need = math.ceil(max_len / PAGE_SIZE)
     if block_table.shape[1] < need:
         raise ValueError(
             f"block_table is too short for cache_seqlens: the longest sequence ({max_len} tokens) "
             f"needs {need} pages of {PAGE_SIZE}, but block_table has {block_table.shape[1]} columns")
     # every page a sequence uses must exist in the cache
-    used = torch.arange(block_table.shape[1]) < ((lens + PAGE_SIZE - 1) // PAGE_SIZE)[:, None]
-    bt = block_table.detach().to("cpu")[used]
-    if bt.numel() and (int(bt.min()) < 0 or int(bt.max()) >= num_pages):
+    if n_outside:
+        bad = lo if lo < 0 else hi
         raise ValueError(f"block_table holds page ids outside [0, {num_pages}) for used pages "
-                         f"(min {int(bt.min())}, max {int(bt.max())})")
+                         f"({n_outside} of them, e.g. {bad})")
     if device_type == "mode":
         device_type = runtime.mode().device
     if device_type is not None:
@@ -370,11 +377,50 @@ def plan(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, num_split
 
 
 _PLANS: dict = {}
+#: What :func:`mla_decode` validated last, per (block_table, cache_seqlens) pair: see
+#: :func:`_validated_before`. A few entries: a model's layers share one table and one length vector.
+_VALIDATED: dict = {}
+MAX_VALIDATED = 8
+
+
+def _state(t):
+    """What says a tensor's contents are unchanged: its data pointer and torch's version counter,
+    which every in-place torch op (``copy_``, indexing assignment, ``out=``) increments. Inference
+    tensors have no version counter: None (never reused)."""
+    try:
+        return t.data_ptr(), t._version
+    except (RuntimeError, AttributeError):
+        return None
+
+
+def _validated_before(block_table, cache_seqlens, num_pages):
+    """``(batch, h_q, max_seqlen)`` remembered from a full validation of these very tensors, unchanged
+    since (same objects, same storage, same version) and the same number of cache pages; else None."""
+    entry = _VALIDATED.get((id(block_table), id(cache_seqlens)))
+    if entry is None:
+        return None
+    bt_ref, sl_ref, states, pages, found = entry
+    if bt_ref() is not block_table or sl_ref() is not cache_seqlens or pages != num_pages:
+        return None
+    now = (_state(block_table), _state(cache_seqlens))
+    return found if None not in now and now == states else None
+
+
+def _remember(block_table, cache_seqlens, num_pages, found) -> None:
+    import weakref
+
+    states = (_state(block_table), _state(cache_seqlens))
+    if None in states:
+        return
+    if len(_VALIDATED) >= MAX_VALIDATED:
+        _VALIDATED.pop(next(iter(_VALIDATED)))
+    _VALIDATED[(id(block_table), id(cache_seqlens))] = (
+        weakref.ref(block_table), weakref.ref(cache_seqlens), states, num_pages, found)
 
 
 def mla_decode(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, num_split=None,
                softmax_scale: float | None = None, *, out=None, schedule: str | None = None):
-    """MLA decode attention over a paged latent cache, in one call: validates every input, then
+    """MLA decode attention over a paged latent cache, in one call: validates the inputs, then
     runs a cached plan for this shape (see :class:`MLADecodePlan` for the fast path).
 
     ``q_nope (b, h_q, 512)``, ``q_pe (b, h_q, 64)``, ``kv_cache (num_pages, 64, 1, 512)``,
@@ -382,13 +428,31 @@ def mla_decode(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, num
     (b,) int32``. ``num_split=None`` chooses the split-KV factor with :func:`.common.choose_num_split`;
     ``softmax_scale=None`` means ``1/sqrt(576)``. Returns ``(b, h_q, 512)`` in q's dtype (a new
     tensor unless ``out`` is given).
+
+    The lengths and page ids are read back from the device to be checked (a host sync), once per
+    state of ``block_table`` and ``cache_seqlens``: called again with the same tensors, unchanged
+    in torch's eyes (same storage, same version counter), the call checks only what costs no sync
+    (shapes, dtypes, devices, as :meth:`MLADecodePlan.run` does) and launches at once. A table
+    changed in place by torch is validated again; one written behind torch's back (a custom kernel
+    writing through its pointer) is not seen: call :func:`validate_inputs` after such a write.
     """
     import torch
 
-    b, h_q, max_len = validate_inputs(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, num_split)
+    if num_split is not None and not (isinstance(num_split, int) and 1 <= num_split <= MAX_SPLIT):
+        raise ValueError(f"num_split must be None (automatic) or an int in 1..{MAX_SPLIT}, got {num_split!r}")
+    try:
+        found = _validated_before(block_table, cache_seqlens, kv_cache.shape[0])
+        if found is not None and tuple(q_nope.shape[:2]) != found[:2]:
+            found = None
+    except (AttributeError, TypeError):       # not tensors: validate_inputs names the problem
+        found = None
+    if found is None:
+        found = validate_inputs(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, num_split)
+        _remember(block_table, cache_seqlens, kv_cache.shape[0], found)
+    b, h_q, max_len = found
     ns = num_split or choose_num_split(b, h_q, max_len, sm_count=sm_count())
-    key = (b, h_q, kv_cache.shape[0], block_table.shape[1], q_nope.dtype, str(q_nope.device), ns,
-           softmax_scale, resolve_schedule(schedule), runtime.current_arch())
+    key = (b, h_q, kv_cache.shape[0], block_table.shape[1], q_nope.dtype, q_nope.device, ns,
+           softmax_scale, schedule, runtime.current_arch())
     the_plan = _PLANS.get(key)
     if the_plan is None:
         the_plan = _PLANS[key] = MLADecodePlan(
