@@ -451,6 +451,7 @@ def test_mla_host_run_glue(on_cpu, monkeypatch):
                                            pe.view(-1, PAGE_SIZE, 1, DIM_PE), block_table, seqlens))
         return k
     monkeypatch.setattr(op, "build_mla_decode", fake_build)
+    monkeypatch.setattr(op, "prebuild", lambda configs: None)
     run = host_bench.run()
     _check_run(run, 2, 3, on_cpu)          # plan.run, its bare kernel, mla_decode
     assert all(r["config"]["path"] == "plan.run and mla_decode" and r["correctness"]["checked_sequences"] >= 1
