@@ -263,6 +263,27 @@ def _fmt(expr) -> str:
     return str(expr)
 
 
+def decode(formula: str, **values: int) -> str:
+    """A printed layout formula worked at one element, term by term:
+    ``decode("_i % 16 * 8 + _j // 8", _i=17, _j=42)`` is ``"_i % 16 * 8 + _j // 8 = 8 + 5 = 13"``.
+    TileLang prints Python arithmetic on non-negative indices (``//`` and ``%`` are its floor
+    division and modulo), so each term of the top-level sum evaluates as written."""
+    import ast
+
+    def value(node) -> int:
+        return int(eval(compile(ast.Expression(node), "<layout formula>", "eval"), {"__builtins__": {}}, dict(values)))
+
+    node, terms = ast.parse(formula, mode="eval").body, []
+    while isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        terms.insert(0, node.right)
+        node = node.left
+    terms.insert(0, node)
+    total = sum(value(term) for term in terms)
+    if len(terms) == 1:
+        return f"{formula} = {total}"
+    return f"{formula} = {' + '.join(str(value(term)) for term in terms)} = {total}"
+
+
 def _var_names(layout) -> list[str]:
     return [getattr(v, "var", v).name for v in layout.get_forward_vars()]
 

@@ -56,6 +56,17 @@ def test_register_a_operand_is_replicated_over_the_warps_that_share_rows():
     assert a.owners(0, 0) == [0, 64] and a.owners(40, 17) == [32, 96]
 
 
+def test_a_printed_formula_worked_term_by_term_names_the_owner():
+    y = layouts.infer_layouts(scale_copy_program(64, block_M=64, block_N=64), arch="sm_90a")["y_frag"]
+    assert layouts.decode(y.thread_expr, _i=17, _j=42) == f"{y.thread_expr} = 8 + 5 = 13"
+    assert y.owners(17, 42) == [13] and layouts.decode(y.index_expr, _i=17, _j=42).endswith(" = 10")
+    a = layouts.infer_layouts(programs.gemm_rs_program(64, 64, 32), arch="sm_80")["A_local"]
+    worked = [layouts.decode(a.thread_expr, _i=40, _j=17, _rep=rep) for rep in range(2)]
+    assert [int(w.rsplit(" = ", 1)[1]) for w in worked] == a.owners(40, 17)
+    assert layouts.decode("_j", _j=7) == "_j = 7"
+    assert layouts.decode("(_j // 32 + _i % 8 // 4) % 2 * 32 + _j", _i=5, _j=40).endswith("= 0 + 40 = 40")
+
+
 @needs_nvcc
 def test_mma_ptx_takes_a_in_four_32_bit_registers():
     from tilelang_tutorial.inspector import kernel_ptx, kernel_source
@@ -210,6 +221,17 @@ def test_padding_costs_the_16_byte_copy_into_shared_memory():
                    if "A_shared" in line and "=" in line] for pad in (0, 2)}
     assert lines[0][0].startswith("*(uint4*)(A_shared") and lines[2][0].startswith("*(uint1*)(A_shared")
     assert "& 63) * 64)" in lines[0][1] and "& 63) * 66)" in lines[2][1]
+
+
+@needs_nvcc
+def test_notebook_01s_transpose_checker_turns_section_6s_design_down():
+    """Section 6's transpose is the design notebook 01's exercise 2 rejects, from its generated code."""
+    from tilelang_tutorial.lessons.tiles import exercises as tiles_exercises
+
+    for options, phrase in (({}, "is written one element at a time"), ({"pad": 2}, "is not loaded with 16-byte vectors")):
+        res = tiles_exercises.check_transpose(
+            lambda M, N, dtype: programs.transpose_program(M, N, dtype=dtype, **options), arch="sm_90a", verbose=False)
+        assert not res.ok and not res.numerics_checked and phrase in str(res), str(res)
 
 
 # -- exercises ---------------------------------------------------------------------------------
