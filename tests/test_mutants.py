@@ -2,6 +2,7 @@
 a small kernel's source, a mutant builds and runs as the kernel it describes, and a fixed seeded
 sample of the lessons' mutants is rejected by the checks (``python -m tilelang_tutorial mutants``
 runs them all)."""
+import dataclasses
 import importlib
 
 import pytest
@@ -121,6 +122,52 @@ def test_the_sample_is_seeded():
     assert mu.select(pairs, None, seed=3) == pairs
 
 
+@dataclasses.dataclass(frozen=True)
+class Knobs:
+    block: int = 64
+    stages: int = 3
+    swizzle: bool = False
+
+    def __post_init__(self):
+        if self.block % 16:
+            raise ValueError(f"block must be a multiple of 16, got {self.block}")
+
+
+def test_data_mutants_change_one_entry_by_rule():
+    table = [[4, 16], [1, 4]]
+    wrong = {m.id: mu.build_data(table, m) for m in mu.data_mutants(table)}
+    assert wrong["off_by_one L0: [0][1] -> [0][1] = 15"] == [[4, 15], [1, 4]]
+    assert wrong["scale L0: [0][0] -> [0][0] = 8"] == [[8, 16], [1, 4]]
+    assert wrong["swap L0: [0][0] -> [0][0] <-> [1][0]"] == [[1, 16], [4, 4]]
+    assert not any(w == table for w in wrong.values())
+    assert table == [[4, 16], [1, 4]]                     # the answer itself is never changed
+    assert {m.rule for m in mu.data_mutants({"fits": True})} == {"flip"}
+
+
+def test_a_dataclass_answer_is_rebuilt_with_its_own_checks():
+    knobs = Knobs()
+    mutants = {m.id: m for m in mu.data_mutants(knobs)}
+    for refused in ("swap L0: .block -> .block <-> .stages", "off_by_one L0: .block -> .block = 65"):
+        with pytest.raises(ValueError, match="multiple of 16"):
+            mu.build_data(knobs, mutants[refused])
+    assert mu.build_data(Knobs(block=48, stages=16), next(
+        m for m in mu.data_mutants(Knobs(block=48, stages=16)) if m.rule == "swap")) == Knobs(block=16, stages=48)
+    assert mu.build_data(knobs, mutants["scale L0: .block -> .block = 32"]) == Knobs(block=32)
+    assert mu.build_data(knobs, mutants["flip L0: .swizzle -> .swizzle = True"]) == Knobs(swizzle=True)
+    # a wrong value the answer's own class refuses counts as rejected
+    target = mu.Target("knobs", knobs, lambda answer: (True, "accepted"))
+    killed, why = mu.judge(target, mutants["off_by_one L0: .block -> .block = 63"])
+    assert killed and why.startswith("ValueError")
+
+
+def test_a_variant_built_from_another_factorys_source_is_mutated_under_its_own_name():
+    from tilelang_tutorial.lessons.gemm import last_rows
+
+    mutant = next(m for m in mu.generate(last_rows.clamped_program) if m.rule == "ceildiv")
+    rebuilt = mu.build(last_rows.clamped_program, mutant)
+    assert mutant.replaced in mu.source_of(rebuilt) and "row0 = T.min" in mu.source_of(rebuilt)
+
+
 def _lesson_mutants():
     return {name: importlib.import_module(f"{lessons.__name__}.{name}.mutants") for name in lessons.lesson_names()}
 
@@ -137,6 +184,17 @@ def test_every_lesson_has_targets_and_its_equivalent_mutants_exist():
 
 #: The CI sample: a few mutants of lesson 01's kernels and exercises, drawn with a fixed seed.
 SAMPLE, SEED = 4, 0
+
+
+def test_every_wrong_table_and_warp_configuration_is_rejected():
+    """The answers that are data and need no compile: each data mutant of notebook 03's conflict
+    table and notebook 04's warp configuration is rejected by the exercise's checker."""
+    modules = _lesson_mutants()
+    for lesson, name in (("layouts", "03 conflict table"), ("mla", "04 warp config")):
+        (target,) = [t for t in modules[lesson].targets() if t.name == name]
+        report = mu.run_lesson(lesson, [target], modules[lesson].EQUIVALENT)
+        assert len(report.outcomes) >= 9
+        assert not report.survivors, "\n".join(f"{o.key}: the check said {o.detail}" for o in report.survivors)
 
 
 def test_a_seeded_sample_of_mutants_is_rejected_by_the_checks():

@@ -16,6 +16,10 @@ place, made by rule (:func:`generate`):
 * ``param``: a scalar parameter replaced by the value the check passes (``alpha`` -> ``0.5``);
 * ``mask``: a comparison's ``<`` <-> ``<=`` (``>`` <-> ``>=``).
 
+An exercise whose answer is data (a configuration, a table, a dict of predictions) is mutated by
+:func:`data_mutants` instead: a number off by one, halved or doubled, two numbers swapped, a
+boolean flipped.
+
 Only the kernel's own code is mutated: the bodies of the ``@T.prim_func`` / ``@T.macro``
 functions a factory defines, or the body of an eager ``@tilelang.jit`` function (never the
 signatures, the tensor annotations or the factory's Python around them).
@@ -33,11 +37,13 @@ This module never imports a lesson: the command line finds each lesson's ``mutan
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import random
 import re
 import textwrap
 import time
+import types
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -255,10 +261,93 @@ def generate(target_function, *, params: dict | None = None, input_dtype: str | 
 
 def build(target_function, mutant: Mutant):
     """The target rebuilt from its source with the mutant's one replacement (what
-    :func:`~tilelang_tutorial.exercise_kit.mutated` builds: a factory, or an eager function)."""
+    :func:`~tilelang_tutorial.exercise_kit.mutated` builds: a factory, or an eager function).
+    A variant renamed after it was built from another factory's source (``last_rows.variant_of``)
+    is rebuilt under the name its source defines."""
     from .exercise_kit import mutated
 
-    return mutated(function_of(target_function), (mutant.context, mutant.replaced))
+    function = function_of(target_function)
+    defined = ast.parse(source_of(function)).body[0].name
+    if defined != function.__name__:
+        renamed = types.FunctionType(function.__code__, function.__globals__, defined, function.__defaults__,
+                                     function.__closure__)
+        renamed.__kwdefaults__, renamed.__module__ = function.__kwdefaults__, function.__module__
+        renamed.__qualname__ = defined
+        function = renamed
+    return mutated(function, (mutant.context, mutant.replaced))
+
+
+# --------------------------------------------------------------------------------------------
+# Answers that are data (a configuration, a table, a dict of predictions)
+
+DATA_RULES = ("off_by_one", "scale", "swap", "flip")
+
+
+def _entries(answer) -> list[tuple[str, Any]]:
+    """The named numbers and booleans of a data answer: ``[(path, value)]`` (a dataclass's fields,
+    a dict's keys, a nested list's positions)."""
+    if dataclasses.is_dataclass(answer):
+        items = [(f.name, getattr(answer, f.name)) for f in dataclasses.fields(answer)]
+    elif isinstance(answer, dict):
+        items = list(answer.items())
+    elif isinstance(answer, (list, tuple)):
+        items = list(enumerate(answer))
+    else:
+        return []
+    found = []
+    for name, value in items:
+        label = f"[{name}]" if isinstance(name, int) else f".{name}" if dataclasses.is_dataclass(answer) else f"[{name!r}]"
+        if isinstance(value, (bool, int, float)):
+            found.append((label, value))
+        else:
+            found += [(label + sub, v) for sub, v in _entries(value)]
+    return found
+
+
+def _replaced(answer, path: str, value):
+    """``answer`` with the entry at ``path`` (as :func:`_entries` names it) set to ``value``; a
+    dataclass is rebuilt with ``dataclasses.replace`` (its own checks run)."""
+    head = re.match(r"\.(\w+)|\[('?)(.+?)\2\]", path)
+    rest = path[head.end():]
+    if head.group(1):
+        key = head.group(1)
+        return dataclasses.replace(answer, **{key: _replaced(getattr(answer, key), rest, value) if rest else value})
+    key = head.group(3) if head.group(2) else int(head.group(3))
+    copy = dict(answer) if isinstance(answer, dict) else list(answer)
+    copy[key] = _replaced(copy[key], rest, value) if rest else value
+    return copy if not isinstance(answer, tuple) else tuple(copy)
+
+
+def data_mutants(answer) -> list[Mutant]:
+    """Wrong answers made from a data answer by rule: each number off by one (``n - 1``, ``n + 1``),
+    each int above 1 halved and doubled (``scale``), each pair of different numbers of one kind
+    swapped (``swap``: a table's cells, two knobs), each boolean flipped. A :class:`Mutant` whose
+    ``line`` is 0, ``col`` the entry's position, ``old`` its path and ``new`` the change; the
+    wrong answer itself is :func:`build_data`'s."""
+    entries = _entries(answer)
+    found = []
+    for col, (path, value) in enumerate(entries):
+        if isinstance(value, bool):
+            found.append(Mutant(0, col, "flip", path, f"{path} = {not value}"))
+            continue
+        for new in (value - 1, value + 1):
+            found.append(Mutant(0, col, "off_by_one", path, f"{path} = {new!r}"))
+        if isinstance(value, int) and value > 1:
+            for new in (value // 2, value * 2):
+                found.append(Mutant(0, col, "scale", path, f"{path} = {new!r}"))
+        for other_path, other in entries[col + 1:]:
+            if type(other) is type(value) and other != value:
+                found.append(Mutant(0, col, "swap", path, f"{path} <-> {other_path}"))
+    return found
+
+
+def build_data(answer, mutant: Mutant):
+    """The wrong answer ``mutant`` describes (a dataclass that refuses it raises its error)."""
+    values = dict(_entries(answer))
+    if mutant.rule == "swap":
+        first, second = (part.strip() for part in mutant.new.split("<->"))
+        return _replaced(_replaced(answer, first, values[second]), second, values[first])
+    return _replaced(answer, mutant.old, ast.literal_eval(mutant.new.split(" = ", 1)[1]))
 
 
 # --------------------------------------------------------------------------------------------
@@ -278,8 +367,18 @@ class Target:
     params: dict = field(default_factory=dict)
     input_dtype: str | None = None
 
+    @property
+    def is_data(self) -> bool:
+        """An answer that is data (a configuration, a table), not a function: mutated by :func:`data_mutants`."""
+        return not callable(self.function) or dataclasses.is_dataclass(self.function)
+
     def mutants(self) -> list[Mutant]:
+        if self.is_data:
+            return data_mutants(self.function)
         return generate(self.function, params=self.params, input_dtype=self.input_dtype)
+
+    def build(self, mutant: Mutant):
+        return build_data(self.function, mutant) if self.is_data else build(self.function, mutant)
 
 
 def verdict(res) -> tuple:
@@ -344,7 +443,12 @@ def judge(target: Target, mutant: Mutant) -> tuple[bool, str]:
     from . import emulate
     from .exercise_kit import _first_line, quiet_tilelang
 
-    answer = build(target.function, mutant)     # the factory's definition only: no kernel code runs yet
+    try:
+        answer = target.build(mutant)     # the factory's definition only: no kernel code runs yet
+    except (TypeError, ValueError) as exc:
+        if not target.is_data:
+            raise
+        return True, f"{type(exc).__name__}: {_first_line(exc)}"   # a configuration that refuses the value itself
     try:
         with warnings.catch_warnings(), quiet_tilelang():
             warnings.simplefilter("ignore", emulate.EmulatorWarning)

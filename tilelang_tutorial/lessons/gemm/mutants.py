@@ -1,13 +1,17 @@
 """Lesson 02's mutation targets (``python -m tilelang_tutorial mutants gemm``): notebook 02's GEMM +
 ReLU kernel, checked as the notebook checks it (against the fp32 reference in the emulator, on a
-ragged shape), and the exercise solutions written as factories, each through its checker.
+ragged shape); notebook 02b's kernels, each checked as 02b checks it (the tensor-memory program,
+the split-K pair, the GEMV, the last-rows kernels: against the fp32 reference in the emulator, C
+poisoned, at the notebook's ragged shapes); and every exercise solution through its checker (the
+T4 tile, an answer that is data, by :func:`tilelang_tutorial.mutants.data_mutants`).
 
 ``EQUIVALENT`` lists the mutants reviewed as giving the same results on every input, each with
 its reason (:mod:`tilelang_tutorial.mutants`)."""
 import torch
 
-from ... import checks
+from ... import checks, emulate, runtime
 from ...mutants import Target, compare_run, exercise_target
+from . import blackwell, gemv, last_rows, rule, split_k
 from .kernel import gemm_relu_program, gemm_relu_reference
 
 #: Ragged in M, N and K for the 128 x 128 x 64 tiles, with more row tiles (3) than column tiles (2)
@@ -39,11 +43,96 @@ def _check_gemm_relu(factory):
     return True, "; ".join(lines)
 
 
+def _inputs(M, N, K):
+    a = checks.random_tensor((M, K), torch.float16, "cpu")
+    b = checks.random_tensor((K, N), torch.float16, "cpu")
+    return a, b, checks.poisoned((M, N), torch.float16, "cpu"), gemm_relu_reference(a, b)
+
+
+def _compare(c, expected) -> tuple:
+    cmp = checks.compare(c, expected, tolerance=checks.TOLERANCE["float16"])
+    return cmp.ok, str(cmp)
+
+
+def _check_tmem(factory):
+    """Notebook 02b's check of the tensor-memory program: emulated at 300 x 264 x 200 with the tile
+    :func:`.blackwell.gemm_relu_tmem_program` fixes (the variant built with its knobs)."""
+    M, N, K = 300, 264, 200
+    a, b, c, expected = _inputs(M, N, K)
+    emulate.run(factory(M, N, K, block_M=blackwell.TMEM_LANES, block_N=128, block_K=64, num_stages=4, threads=128), a, b, c)
+    return _compare(c, expected)
+
+
+#: notebook 02b's split-K check: C of 5 x 264 from K = 1000 in 3 slices, the narrow tile
+SPLIT_K_CASE = (5, 264, 1000, 3)
+
+
+def _check_split_k(partial_program, reduce_program):
+    M, N, K, split = SPLIT_K_CASE
+    narrow = rule.fitted(rule.NARROW, runtime.current_arch())
+    knobs = {name: getattr(narrow, name) for name in ("block_M", "block_N", "block_K", "num_stages", "threads", "policy")}
+    partial = runtime.compile_kernel(partial_program(N, K, split, **knobs))
+    reduce = runtime.compile_kernel(reduce_program(N, split))
+    a, b, c, expected = _inputs(M, N, K)
+    partials = checks.poisoned((split, M, N), torch.float32, "cpu")
+    runtime.run(partial, a, b, partials)
+    runtime.run(reduce, partials, c)
+    return _compare(c, expected)
+
+
+def _check_gemv(factory):
+    """Notebook 02b's GEMV check: 3 rows of a ``max_m = 4`` kernel, N = 264, K = 1000."""
+    a, b, c, expected = _inputs(3, 264, 1000)
+    runtime.run(runtime.compile_kernel(factory(264, 1000, max_m=4)), a, b, c)
+    return _compare(c, expected)
+
+
+def _last_rows_check(cases):
+    """Notebook 02b's ``check_on_a_ragged_shape`` at each of ``cases``: ``(config, M, N, K, knobs)``,
+    the dynamic-M kernel built with the config's knobs (and ``knobs``, as the notebook binds them)."""
+    def check(factory):
+        line = ""
+        for config, M, N, K, knobs in cases:
+            kernel = runtime.compile_kernel(factory(None, N, K, in_dtype="float16", dynamic_m=True, **config.as_dict(), **knobs))
+            a, b, c, expected = _inputs(M, N, K)
+            runtime.run(kernel, a, b, c)
+            passed, line = _compare(c, expected)
+            if not passed:
+                return False, f"M = {M}: {line}"
+        return True, line
+
+    return check
+
+
+def _last_rows_targets():
+    tiles = rule.SMALL_M_TILES
+    return [
+        Target("clamped_program", last_rows.clamped_program,
+               _last_rows_check([(tiles["m64n64k64s8"], 93, 200, 256, {})]), input_dtype="in_dtype"),
+        Target("two_box_program", last_rows.two_box_program,
+               _last_rows_check([(tiles["m128n64k64s6"], 72, 200, 256, {})]), input_dtype="in_dtype"),
+        Target("short_box_program", last_rows.short_box_program,
+               _last_rows_check([(tiles["m64n64k128s4"], 3, 200, 256, {"a_rows": 8})]), input_dtype="in_dtype"),
+        Target("swapped_program", last_rows.swapped_program,
+               _last_rows_check([(rule.swapped_config(128, 144), 300, 264, 136, {}),
+                                 (rule.swapped_config(64, 48), 130, 200, 256, {})]), input_dtype="in_dtype"),
+    ]
+
+
 def targets():
     from . import exercise_cases
 
-    kernels = [Target("gemm_relu_program", gemm_relu_program, _check_gemm_relu, input_dtype="in_dtype")]
-    return kernels + [exercise_target(ex) for ex in exercise_cases() if callable(ex.solution)]
+    kernels = [
+        Target("gemm_relu_program", gemm_relu_program, _check_gemm_relu, input_dtype="in_dtype"),
+        Target("tmem_variant", blackwell.tmem_variant, _check_tmem, input_dtype="in_dtype"),
+        Target("gemm_partial_program", split_k.gemm_partial_program,
+               lambda answer: _check_split_k(answer, split_k.splitk_reduce_relu_program), input_dtype="in_dtype"),
+        Target("splitk_reduce_relu_program", split_k.splitk_reduce_relu_program,
+               lambda answer: _check_split_k(split_k.gemm_partial_program, answer), input_dtype="out_dtype"),
+        Target("gemv_relu_program", gemv.gemv_relu_program, _check_gemv, input_dtype="in_dtype"),
+        *_last_rows_targets(),
+    ]
+    return kernels + [exercise_target(ex) for ex in exercise_cases()]
 
 
 #: ``{target: mutant id: reason}``: reviewed mutants that give the same results on every input.
@@ -52,4 +141,22 @@ EQUIVALENT = {
         "the swizzle only reorders which block computes which C tile: every tile's values are the same",
     "gemm_relu_program: constant L24: 0 -> 1":
         "the swizzle only reorders which block computes which C tile: every tile's values are the same",
+    "tmem_variant: mask L27: swizzle_panel > 0 -> swizzle_panel >= 0":
+        "the swizzle only reorders which block computes which C tile: every tile's values are the same",
+    "tmem_variant: constant L27: 0 -> 1":
+        "the swizzle only reorders which block computes which C tile: every tile's values are the same",
+    "tmem_variant: narrow L21: accum_dtype -> in_dtype":
+        "the epilogue's registers only take the ReLU before the in_dtype store: rounding to in_dtype first "
+        "gives the same values (rounding is monotone and keeps 0 and the sign)",
+    "02b a tile for a T4: off_by_one L0: .swizzle_panel -> .swizzle_panel = 3":
+        "a right answer too: the exercise asks for block_K; the swizzle only reorders which block computes which tile",
+    "02b a tile for a T4: off_by_one L0: .swizzle_panel -> .swizzle_panel = 5":
+        "a right answer too: the exercise asks for block_K; the swizzle only reorders which block computes which tile",
+    "02b a tile for a T4: scale L0: .swizzle_panel -> .swizzle_panel = 2":
+        "a right answer too: the exercise asks for block_K; the swizzle only reorders which block computes which tile",
+    "02b a tile for a T4: scale L0: .swizzle_panel -> .swizzle_panel = 8":
+        "a right answer too: the exercise asks for block_K; the swizzle only reorders which block computes which tile",
+    "02b a tile for a T4: flip L0: .store_via_shared -> .store_via_shared = True":
+        "a right answer too: the exercise asks for block_K; C staged through shared memory reuses the pipeline's "
+        "buffers (the checker reads TileLang's launch size for sm_75: within 64 KiB) and the values match",
 }

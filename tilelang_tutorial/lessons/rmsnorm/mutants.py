@@ -48,11 +48,20 @@ def targets():
     factories = (naive_rmsnorm_silu_program, rmsnorm_silu_program, two_pass_rmsnorm_silu_program,
                  warp_segment_rmsnorm_silu_program)
     kernels = [Target(f.__name__, f, kernel_check(CASES[f.__name__]), params=eps) for f in factories]
-    return kernels + [exercise_target(ex, params=eps) for ex in exercise_cases() if callable(ex.solution)]
+    return kernels + [exercise_target(ex, params=eps) for ex in exercise_cases()]
 
 
 #: ``{target: mutant id: reason}``: reviewed mutants that give the same results on every input.
 EQUIVALENT = {
+    "05 config: off_by_one L0: .rows_per_thread -> .rows_per_thread = 2":
+        "a right answer too: the exercise asks for group and threads (graded by the rule); two rows a thread "
+        "group only makes the block's tile taller, and the checker ran it against the reference",
+    "05 config: flip L0: .fast_sigmoid -> .fast_sigmoid = True":
+        "a right answer too: the exercise asks for group and threads; the fast sigmoid is a knob it leaves "
+        "free, and the checker ran the kernel against the reference",
+    "05 config: off_by_one L0: .min_blocks -> .min_blocks = 1":
+        "a right answer too: the exercise asks for group and threads; min_blocks = 1 asks the compiler for "
+        "the one block per SM every launch has anyway",
     "warp_segment_rmsnorm_silu_program: mask L34: w * L + j < C -> w * L + j <= C":
         "TileLang still guards the load of X by column < C (the generated CUDA keeps it, element by element now): "
         "column C is never read",
