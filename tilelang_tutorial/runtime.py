@@ -424,7 +424,9 @@ class Launchers:
     tensor argument itself (:func:`checks_its_arguments`), the key is what picks the kernels, and
     an argument a kernel refuses is then named by ``check`` (``checks.first_problem``); where a
     kernel checks nothing (another backend, or no kernel at all) ``check`` runs on every call. In
-    the emulator nothing checks the arguments: the key holds every attribute ``check`` reads. A
+    the emulator nothing checks the arguments: the key holds every attribute ``check`` reads; a
+    plan whose key holds them in GPU mode too (a kernel of another library, which checks nothing)
+    says so by returning ``kernels=None``. A
     key of ``None`` (inputs that could not be keyed) is planned on every call, which names the
     problem. An entry serves only under the mode it was planned in. Bounded: it starts over when
     ``maxsize`` entries are held (a caller cycling through many shapes)."""
@@ -442,7 +444,8 @@ class Launchers:
             key = entry = None
         if entry is None or entry[2] is not m:
             launch, kernels = self.plan(*args)
-            trusted = m.name != "gpu" or (bool(kernels) and all(checks_its_arguments(k) for k in kernels))
+            trusted = m.name != "gpu" or kernels is None or (
+                bool(kernels) and all(checks_its_arguments(k) for k in kernels))
             entry = (launch, trusted, m)
             if key is not None:
                 if len(self.entries) >= self.maxsize:

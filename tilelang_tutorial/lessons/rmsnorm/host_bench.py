@@ -38,7 +38,8 @@ def measured(record):
     C, c = record["shape"]["C"], record["config"]
     op_code = [dispatch.fused_rmsnorm_silu, dispatch._route]
     if c["path"] == "triton":
-        return op_code + [dispatch._triton_fn, triton_existing.rmsnorm_silu_triton, triton_existing._launch,
+        return op_code + [dispatch._triton_fn, triton_existing.rmsnorm_silu_triton, triton_existing._plan,
+                          triton_existing._key, triton_existing.check_inputs,
                           triton_existing._rmsnorm_silu_kernel.fn, f"triton config {c['triton_config']}"]
     cfg = op.config_from_dict(c["kernel_config"])
     return [op.op_program(C, record["dtype"], cfg)] + op_code + [

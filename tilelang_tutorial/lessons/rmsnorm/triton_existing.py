@@ -54,8 +54,8 @@ def _launch(x2d, gamma, y2d, eps: float) -> None:
     _rmsnorm_silu_kernel[grid](x2d, gamma, y2d, M, eps, D=D, BLOCK_C=block_c, ROWS=rows, num_warps=num_warps)
 
 
-def rmsnorm_silu_triton(x, gamma, eps: float = DEFAULT_EPS, out=None):
-    """y = silu(rms_norm(x) * gamma) over the last dim, for D = x.shape[-1] in {96, 192, 384}."""
+def check_inputs(x, gamma, out=None) -> None:
+    """Raise one line naming the first problem with the inputs of :func:`rmsnorm_silu_triton`."""
     import torch
 
     if not isinstance(x, torch.Tensor) or x.dtype not in (torch.float16, torch.bfloat16):
@@ -77,8 +77,58 @@ def rmsnorm_silu_triton(x, gamma, eps: float = DEFAULT_EPS, out=None):
     for name, t in (("x", x), ("gamma", gamma)) + ((("out", out),) if out is not None else ()):
         if t.device.type != "cuda":
             raise ValueError(f"rmsnorm_silu_triton: {name} must be on a CUDA device, got {t.device}")
-    y = torch.empty_like(x) if out is None else out
-    if x.numel():
-        with torch.cuda.device(x.device):
-            _launch(x.view(-1, D), gamma, y.view(-1, D), float(eps))
-    return y
+
+
+def _plan(x, gamma, eps, out):
+    """Check the inputs in full, then the launch of every later call with the same key (:func:`_key`):
+    the grid and the configuration bound once, the kernel launched on the tensors as they are
+    (contiguous, so their flat layout is the kernel's (M, D) rows)."""
+    import torch
+
+    check_inputs(x, gamma, out)
+    D = x.shape[-1]
+    M = x.numel() // D
+    block_c, rows, num_warps = TUNED_CONFIGS[D]
+    bound = _rmsnorm_silu_kernel[(triton.cdiv(M, rows),)]
+    device = x.device
+
+    def launch(x, gamma, eps, out):
+        y = torch.empty_like(x) if out is None else out
+        if M:
+            bound(x, gamma, y, M, eps, D=D, BLOCK_C=block_c, ROWS=rows, num_warps=num_warps)
+        return y
+
+    def launch_on_its_device(x, gamma, eps, out):
+        with torch.cuda.device(device):
+            return launch(x, gamma, eps, out)
+    # the key holds every attribute check_inputs reads (kernels=None): see runtime.Launchers
+    return (launch if device.index == torch.cuda.current_device() else launch_on_its_device), None
+
+
+def _key(x, gamma, out):
+    """Every attribute :func:`check_inputs` reads but the data pointers, and the current device
+    (the launch is bound to run on x's)."""
+    import torch
+
+    k = (x.shape, x.dtype, x.device, x.is_contiguous(), gamma.shape, gamma.dtype, gamma.device,
+         gamma.is_contiguous(), torch.cuda.current_device() if x.is_cuda else None)
+    return k if out is None else k + (out.shape, out.dtype, out.device, out.is_contiguous())
+
+
+_LAUNCHERS = None
+
+
+def rmsnorm_silu_triton(x, gamma, eps: float = DEFAULT_EPS, out=None):
+    """y = silu(rms_norm(x) * gamma) over the last dim, for D = x.shape[-1] in {96, 192, 384}.
+    The checks run once per combination of shapes, dtypes, devices and contiguity; a later call
+    with the same costs a dictionary lookup and the Triton launch."""
+    global _LAUNCHERS
+    from ... import runtime
+
+    if _LAUNCHERS is None:
+        _LAUNCHERS = runtime.Launchers(_plan, lambda x, gamma, eps, out: check_inputs(x, gamma, out))
+    try:
+        key = _key(x, gamma, out)
+    except (AttributeError, TypeError):      # not tensors: the checks say what is wrong
+        key = None
+    return _LAUNCHERS(runtime.mode(), key, x, gamma, eps, out)
