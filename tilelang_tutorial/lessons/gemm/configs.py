@@ -87,3 +87,17 @@ TUNED_CONFIGS = {
 
 def tuned_config(dtype: str) -> GemmConfig:
     return TUNED_CONFIGS.get(dtype, SEED_CONFIG)
+
+
+def defaults_of(factory) -> GemmConfig:
+    """The configuration ``factory`` (a kernel cell with :func:`.kernel.gemm_relu_program`'s
+    signature) builds when it is given no knob: its keyword defaults, a knob it lacks taking
+    :class:`GemmConfig`'s. Notebook 02's cells build from it, so that an edited default reaches them."""
+    import inspect
+
+    params = inspect.signature(factory).parameters
+    knobs = {}
+    for name, field in GemmConfig.__dataclass_fields__.items():
+        default = params[name].default if name in params else inspect.Parameter.empty
+        knobs[name] = field.default if default is inspect.Parameter.empty else default
+    return GemmConfig(**knobs)

@@ -58,8 +58,17 @@ def whose_figures(factory, records) -> str:
     """One line: are these recorded figures of the reader's kernel, or only of the package's copy?
     The kernel cell must build each record's program at the record's shape, and the package's
     program at a shape where every tile dimension is partial (:data:`RAGGED_N_K`)."""
+    from .configs import GemmConfig, defaults_of
+
     if not records:
         return "no current records to compare your kernel cell with"
+    yours = defaults_of(factory)
+    seeds = {GemmConfig(**{k: r["config"][k] for k in GemmConfig.__dataclass_fields__})
+             for r in records if r["config"].get("variant") == "seed"}
+    if seeds and seeds != {yours}:
+        return (f"your kernel cell's defaults ({yours.name}) are not the seed configuration these records measured "
+                f"({', '.join(sorted(c.name for c in seeds))}): the figures are of the package's copy, not of your "
+                "edit (time yours on a GPU: the next cell)")
     same = [builds_the_measured_program(factory, r) for r in records]
     if not all(same):
         return (f"your kernel cell differs from the program {same.count(False)} of these {len(records)} records "
@@ -77,25 +86,36 @@ def whose_figures(factory, records) -> str:
 
 def recorded_figure(factory, *, dtype: str = "float16", sizes=(2048, 4096, 8192)):
     """Notebook 02's one picture: the recorded seed and tuned kernels against torch ``relu(a @ b)``
-    and cuBLAS ``a @ b`` on the squares, the 4096³ figures in words, and whether ``factory`` (the
-    reader's kernel cell) builds the programs measured. Returns the figure."""
+    and cuBLAS ``a @ b`` on the squares (the card in its title), the 4096³ figures read in a
+    sentence, and whether ``factory`` (the reader's kernel cell) builds the programs measured.
+    Returns the figure, or None (after saying why) when nothing current is recorded."""
     from ... import report
 
     squares = {"dtype": dtype, "shape.K": list(sizes)}
+    shown = report.records("gemm", where=squares)
+    card = f", recorded on {shown[0].provenance['gpu']}" if shown else ""
     figure = report.plot("gemm", x="shape.M", by="config.variant", where=squares,
                          series={"torch relu(a @ b)": "reference.value", "cuBLAS a @ b": "ceiling.value"},
-                         logx=True, xlabel="M = N = K", ylabel="TFLOP/s",
-                         title=f"ReLU(A @ B), {dtype}, H200: the tuned kernel reaches cuBLAS, the seed does not")
-    for record in report.records("gemm", where={"dtype": dtype, "shape.K": 4096, "shape.M": 4096}):
-        print(f"4096^3 {record['config']['variant']:<5}: {record['value']:.0f} TFLOP/s, "
+                         logx=True, xlabel="M = N = K", ylabel="TFLOP/s", title=f"ReLU(A @ B), {dtype}{card}")
+    at_4096 = {r["config"]["variant"]: r for r in report.records("gemm", where={"dtype": dtype, "shape.K": 4096,
+                                                                                 "shape.M": 4096})}
+    for variant, record in at_4096.items():
+        print(f"4096^3 {variant:<5}: {record['value']:.0f} TFLOP/s, "
               f"{record['ratio_to_ceiling']:.2f} of cuBLAS ({record['ceiling']['value']:.0f}), "
               f"{record['ratio_to_reference']:.2f}x torch ({record['reference']['value']:.0f})")
-    print(whose_figures(factory, report.records("gemm", where=squares)))
+    if {"seed", "tuned"} <= set(at_4096):
+        seed, tuned = at_4096["seed"], at_4096["tuned"]
+        print(f"Read at 4096^3: the seed reaches {seed['ratio_to_ceiling']:.0%} of cuBLAS's a @ b alone; the tuned "
+              f"kernel {tuned['ratio_to_ceiling']:.0%} of it, and {tuned['ratio_to_reference']:.2f}x torch's "
+              "relu(a @ b), whose separate ReLU pass the fused epilogue does not pay.")
+    print(whose_figures(factory, shown))
     return figure
 
 
-def recorded_cublas_tflops(size: int = 4096, dtype: str = "float16") -> float:
-    """cuBLAS's ``a @ b`` rate (TFLOP/s) recorded beside the ``gemm`` records at ``size``^3."""
+def recorded_cublas_tflops(size: int = 4096, dtype: str = "float16") -> float | None:
+    """cuBLAS's ``a @ b`` rate (TFLOP/s) recorded beside the current ``gemm`` records at ``size``^3
+    (None when none is current)."""
     from ... import report
 
-    return report.records("gemm", where={"dtype": dtype, "shape.K": size})[0]["ceiling"]["value"]
+    recs = report.records("gemm", where={"dtype": dtype, "shape.K": size})
+    return recs[0]["ceiling"]["value"] if recs else None

@@ -702,18 +702,35 @@ def test_tmem_program_is_refused_off_sm100():
 from tilelang_tutorial.lessons.gemm import plots, reading  # noqa: E402
 from tilelang_tutorial.exercise_kit import mutated  # noqa: E402
 
-#: the excerpt notebook 02 prints (section 4): the two warpgroups' K loops
-NOTEBOOK_02_EXCERPT = dict(start=r"threadIdx.x\) < 128", stop=r"\]\.arrive\(\)",
-                           keep=r"reg_(de)?alloc|for \(int (ko|i = 0; i < 2)|\.wait\(|expect_transaction\(|tma_load\(|else \{|wgmma_ss<")
+#: the excerpt notebook 02 prints (section 4): who runs the K loop, the producer's copies and the consumer's wgmma
+NOTEBOOK_02_EXCERPT = dict(start=r"threadIdx.x\) < 128", stop=r"wgmma_ss<", keep=r"for \(int ko|tma_load\(|else \{")
 
 
-def test_the_notebook_02_excerpt_is_short_and_shows_both_warpgroups_loops():
-    src = _source("sm_90a")
-    lines = reading.excerpt_lines(src, **NOTEBOOK_02_EXCERPT)
+@pytest.mark.parametrize("config", [gr.SEED_CONFIG, gr.tuned_config("float16"), gr.SEED_CONFIG.replace(block_K=32)],
+                         ids=lambda c: c.name)
+def test_the_notebook_02_excerpt_is_short_and_shows_who_runs_the_k_loop(config):
+    """The one idea notebook 02 reads: the producer's TMA copies, then the consumer's wgmma; for the seed,
+    the tuned configuration and an edited default alike (the excerpt follows the reader's kernel cell)."""
+    lines = reading.excerpt_lines(_source("sm_90a", config), **NOTEBOOK_02_EXCERPT)
+    assert len(lines) <= 8, lines
+    text = "\n".join(lines)
+    for piece in ("tma_load(A_desc", "tma_load(B_desc", "} else {", "wgmma_ss<"):
+        assert piece in text, (piece, text)
+    assert text.index("tma_load(A_desc") < text.index("} else {") < text.index("wgmma_ss<"), text
+    assert f", 64, {config.block_N}, 16," in lines[-1], lines[-1]
+
+
+#: the excerpt notebook 02b prints (section 3): both warpgroups' whole K loops
+NOTEBOOK_02B_EXCERPT = dict(start=r"threadIdx.x\) < 128", stop=r"\]\.arrive\(\)",
+                            keep=r"reg_(de)?alloc|for \(int (ko|i = 0; i < 2)|\.wait\(|expect_transaction\(|tma_load\(|else \{|wgmma_ss<")
+
+
+def test_the_notebook_02b_excerpt_shows_the_mbarriers_setmaxnreg_and_the_boxes_it_names():
+    lines = reading.excerpt_lines(_source("sm_90a"), **NOTEBOOK_02B_EXCERPT)
     assert len(lines) <= 15, lines
     text = "\n".join(lines)
-    for piece in ("warpgroup_reg_dealloc<24>", "warpgroup_reg_alloc<240>", "expect_transaction(16384)", "tma_load(A_desc",
-                  "tma_load(B_desc", "for (int i = 0; i < 2", "} else {", "64, 128, 16", "].arrive()"):
+    for piece in ("warpgroup_reg_dealloc<", "warpgroup_reg_alloc<", "expect_transaction(", "tma_load(A_desc",
+                  "tma_load(B_desc", "for (int i = 0; i < 2", "} else {", ".wait(", "wgmma_ss<", "].arrive()"):
         assert piece in text, (piece, text)
 
 
@@ -770,6 +787,9 @@ def test_the_recorded_figure_says_whether_the_readers_cell_was_measured():
     assert not any(plots.builds_the_measured_program(_no_relu_program, r) for r in records)
     assert "package's copy, not of your edit" in plots.whose_figures(_no_relu_program, records)
     assert "the figures are your kernel's" in plots.whose_figures(gr.gemm_relu_program, records)
+    edited_default = mutated(gr.gemm_relu_program, ("block_K=64,", "block_K=32,"))     # the body unchanged
+    assert all(plots.builds_the_measured_program(edited_default, r) for r in records)
+    assert "defaults (128x128x32-s3-t128-Square-sw4c) are not the seed" in plots.whose_figures(edited_default, records)
     # a K loop of K // block_K steps builds the measured programs (K is a multiple of every block_K
     # there) and drops K's partial last step where there is one: not the measured kernel
     k_floor = mutated(gr.gemm_relu_program, ("T.Pipelined(T.ceildiv(K, block_K)", "T.Pipelined(K // block_K"))
