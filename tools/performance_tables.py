@@ -111,6 +111,20 @@ def table_host(suite: str, keys: list[str], key) -> list[str]:
                             num(r["host_cost"]["excess_us"])])
 
 
+def table_mla_host() -> list[str]:
+    def key(r):
+        s = r["shape"]
+        kv = s["kv_len"] if s.get("mean_kv_len", s["kv_len"]) == s["kv_len"] else f"≤ {s['kv_len']} (mean {s['mean_kv_len']:.0f})"
+        return [s["h_q"], s["batch"], kv, r["dtype"], r["config"].get("num_split")]
+
+    def value(r):
+        h = r["host_cost"]
+        one = [num(h["one_call_us"]), num(h["one_call_over_op"])] if "one_call_us" in h else ["–", "–"]
+        return [num(h["bare_us"]), num(h["op_us"]), num(h["excess_us"])] + one
+    return pivot("mla_host", None, ["h_q", "batch", "kv", "dtype", "split"], key,
+                 ["bare kernel µs", "plan.run µs", "excess µs", "mla_decode µs", "mla_decode / plan.run"], value)
+
+
 def table_gemm() -> list[str]:
     def best(r):
         return [num(r["value"]), num(r["ratio_to_reference"]), num(r["ratio_to_ceiling"])]
@@ -231,8 +245,7 @@ TABLES = {
                                     lambda r: [r["shape"]["M"], r["config"].get("candidate")]),
     "mla": table_mla,
     "mla_paths": table_mla_paths,
-    "mla_host": lambda: table_host("mla_host", ["batch", "split"],
-                                   lambda r: [r["shape"]["batch"], r["config"].get("num_split")]),
+    "mla_host": table_mla_host,
     "rmsnorm": table_rmsnorm,
     "rmsnorm_widths": table_rmsnorm_widths,
     "rmsnorm_host": table_rmsnorm_host,
