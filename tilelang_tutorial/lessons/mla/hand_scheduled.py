@@ -85,7 +85,7 @@ def hand_scheduled_parts(h_q: int, *, split: bool, scale: float):
     @T.macro
     def load_q(Q, Q_pe, Q_l, Q_r, Q_pe_s, q_full, bx, h0):
         # TMA (an all-thread T.copy here would be 384 threads on 64 x 256 halves: not a
-        # multiple of the vector width, so scalar loads -- ~35 us per CTA)
+        # multiple of the vector width, so scalar loads)
         if valid_h == BLOCK_H:
             T.tma_copy(Q[bx, h0:h0 + BLOCK_H, 0:half], Q_l, barrier=q_full)
             T.tma_copy(Q[bx, h0:h0 + BLOCK_H, half:dv], Q_r, barrier=q_full)

@@ -46,7 +46,8 @@ def check_schedule(name: str, program, inputs: dict, *, num_split: int):
             print(f"{name}, {place}: FAIL, the emulator stopped ({type(err).__name__}):\n{err}")
             return None
         result = checks.compare(out, reference.mla_decode_reference(**x), tolerance=checks.TOLERANCE["float16"])
-        print(f"{name}, {place}: {result}")
+        lengths = ", ".join(str(n) for n in x["cache_seqlens"].tolist())
+        print(f"{name}, {place}, sequences of {lengths} tokens, {heads} heads, num_split={num_split}: {result}")
         if not result.ok:
             return result
     return result

@@ -36,7 +36,7 @@ from .common import BLOCK_H, DIM_NOPE, DIM_PE, PAGE_SIZE, decode_dims, decode_pr
 from .hand_scheduled import REGS_PER_CTA_THREAD_SLOT, check_inputs, hand_scheduled_parts
 
 BLOCK_N = PAGE_SIZE     # one page per step: each KV block is one rectangular TMA load
-STAGES = 2              # Q 72 KiB + 2 x KV 72 KiB + P 8 KiB = 224 KiB of shared memory
+STAGES = 2              # Q 72 KiB + 2 x KV 72 KiB + P 8 KiB + alpha and 1/l 0.5 KiB of shared memory
 THREADS = 384           # score + value + producer warpgroups
 #: registers per thread after ``setmaxnreg`` (at most REGS_PER_CTA_THREAD_SLOT = 504 in all)
 REGS_SCORE, REGS_VALUE, REGS_PRODUCER = 240, 200, 64
