@@ -8,9 +8,9 @@ Routing is by channel width C = x.shape[-1]:
 
 * C registered in ``FAST_PATHS`` (the pre-existing, hand-tuned kernels: Triton for 96, 192 and
   384) -> that kernel, unchanged;
-* any other C that is a multiple of 32 -> the TileLang kernel
+* any other C that is a multiple of 8 (whole 16-byte vectors) -> the TileLang kernel
   (:mod:`.kernel`);
-* C not a multiple of 32 -> ``ValueError`` naming the width and the supported ones. There is no
+* C not a multiple of 8 -> ``ValueError`` naming the width and the supported ones. There is no
   silent fallback: a caller who wants eager torch for odd widths asks for it explicitly
   (``F.silu(F.rms_norm(x, (C,), gamma, eps))``), so a slow path never hides behind this name.
 
@@ -40,7 +40,7 @@ def _triton_fn(x, gamma, eps=DEFAULT_EPS, out=None):
 
 
 _TRITON = NormPath("triton", "pre-existing hand-tuned Triton kernel (lessons/rmsnorm/triton_existing.py)", _triton_fn)
-TILELANG_PATH = NormPath("tilelang", "TileLang kernel for any C % 32 == 0 (lessons/rmsnorm/kernel.py)",
+TILELANG_PATH = NormPath("tilelang", "TileLang kernel for any C % 8 == 0 (lessons/rmsnorm/kernel.py)",
                          _tilelang.rmsnorm_silu)
 
 #: The registry of existing fast paths, keyed by channel width: the Triton kernel at the widths it

@@ -3,7 +3,7 @@
     y[r, c] = silu( x[r, c] / sqrt(mean_c(x[r, :]^2) + eps) * gamma[c] ),   silu(v) = v * sigmoid(v)
 
 for an (M, C) view of a channels-last tensor (any leading shape: BTHWC, BHWC, ...), fp16 or bf16
-in and out, fp32 arithmetic inside, for any C that is a multiple of 32.
+in and out, fp32 arithmetic inside, for any C that is a multiple of 8 (whole 16-byte vectors).
 
 The op is memory-bound: each element is read once and written once with a handful of FLOPs in
 between, so the goal is 16-byte vector accesses with every thread busy, at every width.
@@ -17,8 +17,8 @@ between, so the goal is 16-byte vector accesses with every thread busy, at every
   the 16-byte vectors ``t, t + group, ...``; the row stays in registers between the sum of
   squares and the output, and the fp32 sum of squares is reduced across the group's lanes only.
   Where the group does not divide the row's vectors, the tile is padded and TileLang's bounds
-  checks drop the padding, so every multiple of 32 gets a group that suits it
-  (:func:`default_config`, the rule). The SiLU's reciprocal is an approximate one and the
+  checks drop the padding, so every multiple of 8 gets a group that suits it
+  (:func:`default_config`: a rule and a table of exceptions). The SiLU's reciprocal is an approximate one and the
   registers are capped so that 4 or 5 blocks share an SM: the IEEE division the plain ``/``
   compiles to made the kernel issue-bound (notebook 05b counts the instructions).
 
@@ -34,9 +34,9 @@ from tilelang.layout import Fragment
 
 from ... import runtime
 
-#: Channel widths must be a multiple of this. The hardware needs 16-byte vectors only (C a multiple
-#: of 8 in fp16/bf16); 32 is what the width suites measure: every multiple of 32 up to 8192.
-CHANNEL_MULTIPLE = 32
+#: Channel widths must be a multiple of this: a row is whole 16-byte vectors (8 elements of fp16 or
+#: bf16), the width of every load and store, so no access splits a vector at the end of a row.
+CHANNEL_MULTIPLE = 8
 #: Elements per 16-byte vector load/store (fp16/bf16).
 VEC = 8
 DEFAULT_EPS = 1e-5
@@ -93,41 +93,73 @@ def vectors_per_thread(C: int, group: int) -> int:
 MAX_VECTORS_PER_LANE = 5
 #: the fewest lanes per row under the rule: 4 lanes move 64 contiguous bytes of a row per load
 MIN_GROUP = 4
-#: the most vectors a lane holds where the rule halves the group of a badly padded row
+#: the most vectors a lane holds where an exception halves the group of a badly padded row
 MAX_VECTORS_PADDED_ROW = 7
 
 
-def default_config(C: int, dtype: str = "float16") -> RMSNormSiLUConfig:
-    """The layout at width C: a rule, and one exception for badly padded rows.
-
-    The rule: the smallest power-of-two group of at least ``MIN_GROUP`` lanes (half the row's
-    vectors where it has fewer than 8) that leaves each lane at most ``MAX_VECTORS_PER_LANE``
-    16-byte vectors; 256 threads a block; the fast sigmoid; registers capped for 5 blocks an SM
-    where a lane holds 3 vectors or 4 of a row over a tenth empty, else for 4.
-
-    The exception, measured faster: where 256 lanes of 4 (in bf16, any lanes of 3) leave over a
-    tenth of the row empty, half the group, up to ``MAX_VECTORS_PADDED_ROW`` vectors a lane.
-    Two refinements of the cap, one line each in the code, were measured too.
-    """
+def rule_config(C: int) -> RMSNormSiLUConfig:
+    """The rule: the smallest power-of-two group of at least ``MIN_GROUP`` lanes (half the row's
+    vectors on a row of fewer than 8) that leaves each lane at most ``MAX_VECTORS_PER_LANE``
+    16-byte vectors, blocks of 256 threads, the fast sigmoid, registers capped for 4 blocks an SM."""
     check_channel_width(C)
     n_vec = C // VEC
     group = next(g for g in valid_groups(C) + [1 << 10]
                  if g >= min(MIN_GROUP, n_vec // 2) and vectors_per_thread(C, g) <= MAX_VECTORS_PER_LANE)
-    per_lane = vectors_per_thread(C, group)
-    filled = n_vec / (per_lane * group)
-    # A row over a tenth empty, on 256 lanes of 4 or (bf16) lanes of 3: half as many lanes, each with
-    # twice the vectors in flight, capped where the longer lanes do not spill.
-    halve = (group == 256 and per_lane == 4) or (dtype == "bfloat16" and per_lane == 3)
-    if (halve and filled < 0.9 and group // 2 >= MIN_GROUP
-            and vectors_per_thread(C, group // 2) <= MAX_VECTORS_PADDED_ROW):
-        return RMSNormSiLUConfig(group=group // 2, threads=256, rows_per_thread=1, fast_sigmoid=True,
-                                 min_blocks=3 if per_lane == 4 else 4)
-    # 256 lanes of 4: fp16's build spills under the 5-block cap; bf16 counts as padded up to 0.92 filled.
-    padded = filled < (0.92 if dtype == "bfloat16" and group == 256 else 0.9)
-    spills_under_five = dtype == "float16" and group == 256 and per_lane == 4
-    five = per_lane == 3 or (per_lane == 4 and padded and not spills_under_five)
     return RMSNormSiLUConfig(group=group, threads=max(256, group), rows_per_thread=1, fast_sigmoid=True,
-                             min_blocks=5 if five else 4)
+                             min_blocks=4)
+
+
+@dataclass(frozen=True)
+class RuleException:
+    """A change to the rule where its layout measured slower. ``applies(dtype, group, per_lane,
+    filled)`` reads the rule's layout: its group, the vectors a lane holds, and the share of the
+    padded row's vector slots that hold one. Where it applies: half the group if ``halve_group``,
+    and the registers capped for ``min_blocks`` blocks an SM. ``why``: what the widths showed."""
+
+    name: str
+    applies: object
+    halve_group: bool
+    min_blocks: int
+    why: str
+
+
+#: The exceptions to the rule; the first that applies changes it.
+RULE_EXCEPTIONS = (
+    RuleException("256 lanes of 4, an eighth or more empty",
+                  lambda dtype, group, per_lane, filled: group == 256 and per_lane == 4 and filled <= 7 / 8,
+                  True, 3, "128 lanes of 7 pad less and fit the 3-block cap unspilled: 0.89 -> 0.92 of copy at 6176"),
+    RuleException("bf16 lanes of 3, over a tenth empty",
+                  lambda dtype, group, per_lane, filled: (dtype == "bfloat16" and per_lane == 3 and group >= 2 * MIN_GROUP
+                                                          and filled < 0.9),
+                  True, 4, "half as many lanes of 6, twice the bytes in flight a lane: 0.89 -> 0.94 of copy at 5152"),
+    RuleException("lanes of 3", lambda dtype, group, per_lane, filled: per_lane == 3,
+                  False, 5, "3 vectors a lane fit the 5-block cap's 48 registers: more blocks, more loads in flight"),
+    RuleException("lanes of 4, over a tenth empty",
+                  lambda dtype, group, per_lane, filled: per_lane == 4 and filled < 0.9 and group != 256,
+                  False, 5, "a fifth block makes up for the idle lanes of the padded last round"),
+    RuleException("bf16 256 lanes of 4, under 0.92 filled",
+                  lambda dtype, group, per_lane, filled: (dtype == "bfloat16" and group == 256 and per_lane == 4
+                                                          and filled < 0.92),
+                  False, 5, "0.94-0.95 of copy at 7392-7520 against 0.90-0.92 under 4 (fp16's build spills under 5)"),
+)
+
+
+def rule_exception(C: int, dtype: str = "float16") -> RuleException | None:
+    """The first of :data:`RULE_EXCEPTIONS` that applies to the rule's layout at width C, or None."""
+    group = rule_config(C).group
+    per_lane = vectors_per_thread(C, group)
+    filled = (C // VEC) / (per_lane * group)
+    return next((e for e in RULE_EXCEPTIONS if e.applies(dtype, group, per_lane, filled)), None)
+
+
+def default_config(C: int, dtype: str = "float16") -> RMSNormSiLUConfig:
+    """The layout at width C: the rule (:func:`rule_config`), changed by :func:`rule_exception`."""
+    rule, exception = rule_config(C), rule_exception(C, dtype)
+    if exception is None:
+        return rule
+    group = rule.group // 2 if exception.halve_group else rule.group
+    return RMSNormSiLUConfig(group=group, threads=max(256, group), rows_per_thread=1, fast_sigmoid=True,
+                             min_blocks=exception.min_blocks)
 
 
 def check_channel_width(C: int) -> None:

@@ -89,7 +89,8 @@ def validate_rmsnorm_silu_inputs(x, gamma, out=None, *, what: str = "rmsnorm_sil
     if C % CHANNEL_MULTIPLE != 0 or C == 0:
         raise ValueError(
             f"{what}: channel width C = x.shape[-1] = {C} is not a multiple of {CHANNEL_MULTIPLE}; "
-            f"supported widths are 32, 64, 96, ... (use F.silu(F.rms_norm(x, (C,), gamma, eps)) for others)"
+            f"supported widths are {CHANNEL_MULTIPLE}, {2 * CHANNEL_MULTIPLE}, {3 * CHANNEL_MULTIPLE}, ... "
+            f"(use F.silu(F.rms_norm(x, (C,), gamma, eps)) for others)"
         )
     check_tensor(gamma, "gamma", device_type=None, contiguous=False)
     if gamma.dtype != x.dtype:

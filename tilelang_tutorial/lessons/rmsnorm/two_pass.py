@@ -15,9 +15,9 @@ twice), and shows from the generated code that TileLang 0.1.15 splits a large ti
 several TMA boxes by itself, so the box limit does not force a chunk size.
 
 Same interface as :func:`.kernel.rmsnorm_silu_program`: ``main(X[m, C], Gamma[C], Y[m, C], eps)``,
-``m`` dynamic, fp16/bf16 in and out, fp32 inside, C a multiple of 32. On Hopper, TileLang 0.1.15
-warp-specializes the first loop (a producer warpgroup issues the TMA loads, so the kernel launches
-``2 * threads`` threads) and turns the second into a ``cp.async`` pipeline.
+``m`` dynamic, fp16/bf16 in and out, fp32 inside, C a multiple of 32 (its narrowest chunk). On
+Hopper, TileLang 0.1.15 warp-specializes the first loop (a producer warpgroup issues the TMA loads,
+so the kernel launches ``2 * threads`` threads) and turns the second into a ``cp.async`` pipeline.
 """
 # No `from __future__ import annotations`: T.prim_func evaluates the kernel's annotations.
 import tilelang.language as T
@@ -29,9 +29,13 @@ BLOCK_C_CHOICES = (128, 64, 32)
 
 
 def two_pass_block_C(C: int) -> int:
-    """The largest chunk width in :data:`BLOCK_C_CHOICES` that divides C (32 always does)."""
+    """The largest chunk width in :data:`BLOCK_C_CHOICES` that divides C; ValueError where none does."""
     check_channel_width(C)
-    return next(b for b in BLOCK_C_CHOICES if C % b == 0)
+    block_C = next((b for b in BLOCK_C_CHOICES if C % b == 0), None)
+    if block_C is None:
+        raise ValueError(f"the two-pass kernel walks C in chunks of {' or '.join(map(str, BLOCK_C_CHOICES))} "
+                         f"columns: C = {C} is not a multiple of {BLOCK_C_CHOICES[-1]}")
+    return block_C
 
 
 def two_pass_rmsnorm_silu_program(C: int, dtype: str = "float16", block_m: int = 16, block_C: int | None = None,

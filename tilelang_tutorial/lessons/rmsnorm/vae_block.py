@@ -32,7 +32,7 @@ def eager_norm_silu(x, gamma, eps: float = 1e-5):
 
 
 def fused_norm_silu(x, gamma, eps: float = 1e-5):
-    """The drop-in (dispatch: Triton for 192/384, TileLang for the other multiples of 32)."""
+    """The drop-in (dispatch: Triton for 96/192/384, TileLang for the other multiples of 8)."""
     from .dispatch import fused_rmsnorm_silu
 
     return fused_rmsnorm_silu(x, gamma, eps=eps)

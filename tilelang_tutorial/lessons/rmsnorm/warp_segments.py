@@ -69,7 +69,7 @@ def segment_vectors(C: int, warps: int) -> int:
 
 def check_segment_config(C: int, config: WarpSegmentConfig) -> None:
     """Raise ValueError unless ``config`` lays out a row of C channels with every warp holding data:
-    C a multiple of 32, at most ``MAX_VECTORS_PADDED_ROW`` vectors a lane (more and the capped
+    C a multiple of 8, at most ``MAX_VECTORS_PADDED_ROW`` vectors a lane (more and the capped
     registers spill), at most 1024 threads a block."""
     check_channel_width(C)
     if config.warps < 1 or config.rows_per_block < 1 or config.threads > 1024:
