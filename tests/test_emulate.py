@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 import pytest
+import tilelang.language as T
 import torch
 
 import emulate_kernels as K
@@ -478,6 +479,65 @@ def test_constant_index_of_a_dynamic_tensor_is_checked_at_run_time():
     assert torch.equal(y, x[5])
     with pytest.raises(emulate.OutOfBounds, match=r"read of global buffer X .*shape \(5, 8\)\): index \[5, 0\]"):
         emulate.run(kernel, x[:5].contiguous(), y)
+
+
+def _next_row_program():
+    """Row i of Y = row i + 1 of X, (M, 8) with M dynamic, behind a guard that lets the last row
+    through (``i <= M``: one past the end), as a kernel with a mistyped guard would."""
+    M = T.dynamic("M")
+
+    @T.prim_func
+    def next_row(X: T.Tensor((M, 8), "float32"), Y: T.Tensor((M, 8), "float32")):
+        with T.Kernel(T.ceildiv(M, 4), threads=32) as bx:
+            for i, j in T.Parallel(4, 8):
+                if bx * 4 + i < M:
+                    Y[bx * 4 + i, j] = T.if_then_else(bx * 4 + i <= M, X[bx * 4 + i + 1, j], 0)
+
+    return next_row
+
+
+def test_variable_index_past_a_dynamic_tensor_is_guarded_as_tilelangs_cuda_guards_it():
+    """TileLang guards an index with a variable whatever the tensor's shape (LegalizeSafeMemoryAccess
+    adds ``i + 1 < M`` around the load in the CUDA): the row past the end reads the safe value 0 in
+    the emulator as on the GPU, not memory after the tensor."""
+    from tilelang.tools.compile_only import compile_kernel_source
+
+    import tilelang_tutorial as tt
+
+    program = _next_row_program()
+    x, y = torch.randn(6, 8), poisoned(6, 8)
+    emulate.run(program, x, y)
+    assert torch.equal(y[:5], x[1:]) and torch.equal(y[5], torch.zeros(8))
+    assert emulate.last_stats()["guarded_loads"] > 0
+    cuda = compile_kernel_source(program, target=tt.target("sm_90a")).splitlines()
+    load = next(i for i, line in enumerate(cuda) if "= X[" in line)
+    assert re.search(r"\+ 1\) < M\)", cuda[load - 1]), "\n".join(cuda[load - 3:load + 1])
+
+
+def _swizzled_copy_program(panel, enable=True):
+    @T.prim_func
+    def swizzled_copy(X: T.Tensor((64, 96), "float32"), Y: T.Tensor((64, 96), "float32")):
+        with T.Kernel(3, 2, threads=128) as (bx, by):
+            T.use_swizzle(panel, order="column", enable=enable)
+            for i, j in T.Parallel(32, 32):
+                Y[by * 32 + i, bx * 32 + j] = X[by * 32 + i, bx * 32 + j]
+
+    return swizzled_copy
+
+
+def test_a_swizzle_only_reorders_blocks_and_a_panel_below_one_is_refused():
+    """An enabled swizzle of panel 0 is refused, as TileLang's CUDA code generator refuses it
+    (``panel_size > 0``: its rasterization divides by the panel); a disabled one, or a panel of 1
+    or more, runs and every tile is computed."""
+    x = torch.randn(64, 96)
+    for panel, enable in ((2, True), (1, True), (0, False)):
+        y = poisoned(64, 96)
+        emulate.run(_swizzled_copy_program(panel, enable), x, y)
+        assert torch.equal(y, x), (panel, enable)
+    with pytest.raises(emulate.EmulationError, match=r"T.use_swizzle: a panel of 0 tiles with enable=True.*"
+                                                      r"rasterization2DColumn<0>") as ei:
+        emulate.run(_swizzled_copy_program(0), x, poisoned(64, 96))
+    assert "test_emulate.py" in str(ei.value)
 
 
 def test_unsupported_extern_is_named_with_its_location():

@@ -886,6 +886,9 @@ class CodeGen:
                 self.evaluate(s)
             return
         if isinstance(s, tir.AttrStmt):
+            if s.attr_key == E.SWIZZLE_ATTR:
+                with self.site(s, text="T.use_swizzle"):
+                    _check_swizzle(s.value)
             with self.var_scope():
                 self.stmt(s.body)
             return
@@ -1611,6 +1614,18 @@ def _needs_roles(body, ta: ThreadAnalysis) -> bool:
     def pred(n):
         return isinstance(n, tir.IfThenElse) and ta.varies(n.condition) and contains(n, is_collective)
     return contains(body, pred)
+
+
+def _check_swizzle(value) -> None:
+    """A block swizzle only reorders which block computes which tile, so the emulator runs the
+    blocks unswizzled; but an enabled swizzle's panel must hold at least 1 tile: the CUDA's
+    ``rasterization2D*<panel>`` divides the block index by the panel's size, and TileLang's code
+    generator refuses a panel below 1 (``panel_size > 0``), as the emulator does."""
+    name, panel = value.args[0], value.args[1]
+    if isinstance(panel, tir.IntImm) and panel.value < 1:
+        raise EmulationError(f"T.use_swizzle: a panel of {panel.value} tiles with enable=True, which TileLang's "
+                             f"CUDA code generator refuses ({getattr(name, 'value', name)}<{panel.value}> would "
+                             f"divide the block index by {panel.value}) -- give a panel of at least 1, or enable=False")
 
 
 def _unguarded_dims(buf: tir.Buffer, indices) -> tuple:

@@ -122,8 +122,10 @@ NOOP_OPS = frozenset({
 # key (it runs the body), every For-loop annotation and every block annotation it does not read
 # (LAUNCH_THREADS, BARRIER_INIT, SAFE_VALUE_MAP below); these lists name the ones TileLang 0.1.15
 # emits, for the documentation (docs/emulator.md) and for readers of this file.
+#: the AttrStmt key of T.use_swizzle; its value is ``tvm_tuple(device function, panel size)``
+SWIZZLE_ATTR = "threadblock_swizzle_pattern"
 #: AttrStmt keys: T.use_swizzle, T.annotate_min_blocks_per_sm, ...
-HINT_ATTRS = frozenset({"threadblock_swizzle_pattern", "tl.min_blocks_per_sm", "pragma_unroll_explicit",
+HINT_ATTRS = frozenset({SWIZZLE_ATTR, "tl.min_blocks_per_sm", "pragma_unroll_explicit",
                         "pragma_import_c", "async_scope", "compute_scope"})
 #: block annotations: T.annotate_layout (layout_map), ...
 HINT_BLOCK_ANNOTATIONS = frozenset({"layout_map", "tl.pipeline", "pragma_auto_unroll_max_step"})
