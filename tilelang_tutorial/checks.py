@@ -220,6 +220,24 @@ def large_rows(shape, dtype, device, *, smallest: float = 300.0, largest: float 
     return (sign * magnitude * scale[:, None] / 2).clamp(-6.0e4, 6.0e4).to(dtype)
 
 
+def cancelling_operands(M: int, N: int, K: int, dtype, device, *, offset: float = 48.0, seed: int | None = None):
+    """``(a, b)`` of shapes ``(M, K)`` and ``(K, N)`` whose product's running sums over K climb far
+    past fp16's 65,504 and come back: ``a`` is ``offset`` plus random normal values, ``b`` is
+    ``+offset`` in its first ``K // 2`` rows and ``-offset`` in the next ``K // 2`` (0 in a last odd
+    row) plus random normal values. The ``offset**2`` terms cancel over K, so ``a @ b`` is of
+    ordinary size (fp16 holds it), while an accumulator narrowed to fp16 overflows to inf once it
+    has summed thirty of them, and has lost C's digits long before (its step at 8,192 is 8)."""
+    import torch
+
+    gen = _generator(device, seed)
+    half = K // 2
+    sign = torch.zeros((K, 1), device=device, dtype=torch.float32)
+    sign[:half], sign[half:2 * half] = 1.0, -1.0
+    a = offset + torch.randn((M, K), generator=gen, device=device, dtype=torch.float32)
+    b = offset * sign + torch.randn((K, N), generator=gen, device=device, dtype=torch.float32)
+    return a.to(dtype), b.to(dtype)
+
+
 def near_zero_rows(shape, dtype, device, *, smallest: float = 1e-4, largest: float = 1e-2, seed: int | None = None):
     """Row 0 exactly zero, the others random with scales from ``largest`` down to ``smallest``
     (log scale): their mean squares (1e-4 to 1e-8) are comparable to a normalisation's eps, so a
