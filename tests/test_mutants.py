@@ -168,6 +168,25 @@ def test_a_variant_built_from_another_factorys_source_is_mutated_under_its_own_n
     assert mutant.replaced in mu.source_of(rebuilt) and "row0 = T.min" in mu.source_of(rebuilt)
 
 
+def test_cancelling_operands_overflow_an_fp16_running_sum_but_not_their_product():
+    a, b = checks.cancelling_operands(5, 24, 200, torch.float16, "cpu", seed=0)
+    running = torch.cumsum(a.float()[:, :, None] * b.float()[None, :, :], dim=1)
+    assert running.abs().amax() > 65504                       # fp16's largest finite value
+    assert (a.float() @ b.float()).abs().amax() < 65504 / 4    # C itself fits fp16 with room to spare
+    assert torch.isinf(running[:, :64].sum(dim=1).half()).all()  # one 64-deep step in fp16: inf
+
+
+def test_a_narrowed_accumulator_passes_random_inputs_and_fails_on_cancelling_ones():
+    """02b's checks run each kernel on both kinds of inputs: the random ones alone let an fp16
+    accumulator through (its error is below the fp16 tolerance there)."""
+    from tilelang_tutorial.lessons.gemm import mutants as gemm_mutants
+
+    (target,) = [t for t in gemm_mutants.targets() if t.name == "gemm_partial_program"]
+    (narrow,) = [m for m in target.mutants() if m.rule == "narrow"]
+    killed, why = mu.judge(target, narrow)
+    assert killed and "cancelling inputs: FAIL" in why, why
+
+
 def _lesson_mutants():
     return {name: importlib.import_module(f"{lessons.__name__}.{name}.mutants") for name in lessons.lesson_names()}
 
