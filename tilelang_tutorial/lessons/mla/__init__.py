@@ -28,7 +28,7 @@ def measured(record):
     # records of the call a user makes also measured the op's Python code
     plan_run = [op.MLADecodePlan.__init__, op.MLADecodePlan._shapes, op.MLADecodePlan._flat_view,
                 op.MLADecodePlan.run, op.MLADecodePlan._check]
-    one_call = [op.mla_decode, op.validate_inputs, op._validated_before, op._remember, op._state]
+    one_call = [op.mla_decode, op.validate_inputs, op._validated_before, op._remember, op._state, op._chosen_split]
     host = {"plan.run": plan_run, "mla_decode": [*one_call, *plan_run], "plan.run and mla_decode": [*one_call, *plan_run]}
     return [program] + host.get(c.get("path"), [])
 

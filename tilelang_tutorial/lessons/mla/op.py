@@ -418,6 +418,13 @@ def _remember(block_table, cache_seqlens, num_pages, found) -> None:
         weakref.ref(block_table), weakref.ref(cache_seqlens), states, num_pages, found)
 
 
+@functools.lru_cache(maxsize=1024)
+def _chosen_split(batch: int, h_q: int, max_seqlen: int) -> int:
+    """:func:`.common.choose_num_split` for this GPU, remembered (it weighs up to 64 candidates:
+    tens of microseconds of Python, longer than a short decode kernel)."""
+    return choose_num_split(batch, h_q, max_seqlen, sm_count=sm_count())
+
+
 def mla_decode(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, num_split=None,
                softmax_scale: float | None = None, *, out=None, schedule: str | None = None):
     """MLA decode attention over a paged latent cache, in one call: validates the inputs, then
@@ -450,7 +457,7 @@ def mla_decode(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, num
         found = validate_inputs(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, num_split)
         _remember(block_table, cache_seqlens, kv_cache.shape[0], found)
     b, h_q, max_len = found
-    ns = num_split or choose_num_split(b, h_q, max_len, sm_count=sm_count())
+    ns = num_split or _chosen_split(b, h_q, max_len)
     key = (b, h_q, kv_cache.shape[0], block_table.shape[1], q_nope.dtype, q_nope.device, ns,
            softmax_scale, schedule, runtime.current_arch())
     the_plan = _PLANS.get(key)
