@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 from functools import lru_cache
 from pathlib import Path
 
 import pytest
 
+from conftest import full_only
 from tilelang_tutorial import kernel_cells, lessons
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,8 +32,8 @@ ALL_BUGS = sorted((bug for lesson in lessons.all_lessons() for bug in lesson.flo
 
 def ci_sample(bugs):
     """CI (``CI=true``: two cores, a budget of minutes) runs the first bug of every kernel cell, so
-    every editable kernel cell is still followed to its last check; ``./tutorial test`` elsewhere runs
-    them all."""
+    every editable kernel cell is still followed to its last check; the others are marked ``full``
+    (``./tutorial test --full``, and every run outside CI, runs them all)."""
     seen, kept = set(), []
     for bug in bugs:
         if (bug.notebook, bug.cell) not in seen:
@@ -42,7 +42,7 @@ def ci_sample(bugs):
     return kept
 
 
-BUGS = ci_sample(ALL_BUGS) if os.environ.get("CI") == "true" else ALL_BUGS
+CI_BUGS = ci_sample(ALL_BUGS)
 
 
 def _src(cell) -> str:
@@ -284,10 +284,11 @@ def check_flow(bug, kernel):
 
 # One parametrised test, its bugs in one class per notebook: pytest-xdist (--dist loadscope) gives
 # each class to one worker, which runs that notebook's bugs on one kernel.
-for _notebook in sorted({bug.notebook for bug in BUGS}):
-    _bugs = [bug for bug in BUGS if bug.notebook == _notebook]
+for _notebook in sorted({bug.notebook for bug in ALL_BUGS}):
+    _bugs = [pytest.param(bug, id=_id(bug), marks=() if any(bug is b for b in CI_BUGS) else full_only)
+             for bug in ALL_BUGS if bug.notebook == _notebook]
 
-    @pytest.mark.parametrize("bug", _bugs, ids=[_id(b) for b in _bugs])
+    @pytest.mark.parametrize("bug", _bugs)
     def test_a_bug_in_the_kernel_cell_reaches_every_later_check(self, bug, kernel):
         check_flow(bug, kernel)
 
