@@ -4,6 +4,7 @@ sample of the lessons' mutants is rejected by the checks (``python -m tilelang_t
 runs them all)."""
 import dataclasses
 import importlib
+import warnings
 
 import pytest
 import tilelang.language as T
@@ -114,6 +115,25 @@ def test_a_check_that_passes_everything_lets_every_mutant_survive():
     assert len(report.outcomes) == 3 and len(report.survivors) == 3 and report.kill_rate == 0
     listed = {mu.key("tile_max", o.mutant): "reviewed" for o in report.outcomes}
     assert mu.run_lesson("demo", [target], listed, sample=3, seed=1).kill_rate == 1
+
+
+def test_an_emulator_warning_the_right_answer_does_not_give_kills_the_mutant():
+    """A dropped barrier that leaves the numbers right is still a race the reader is warned of; a
+    warning the right answer gets too (a short box's reads of rows it never loads) kills nothing."""
+    def warns_for_mutants(kind):
+        def check(answer):
+            if answer is not tile_max_program or kind is emulate.UninitialisedReadWarning:
+                warnings.warn(f"{kind.__name__}: shared buffer S element [0]", kind)
+            return True, "accepted"
+        return check
+
+    racy = mu.Target("tile_max", tile_max_program, warns_for_mutants(emulate.RaceWarning))
+    assert mu.right_warnings(racy) == frozenset()
+    killed, why = mu.judge(racy, mu.generate(tile_max_program)[0])
+    assert killed and why.startswith("the emulator warned (RaceWarning)")
+    by_design = mu.Target("tile_max", tile_max_program, warns_for_mutants(emulate.UninitialisedReadWarning))
+    assert mu.right_warnings(by_design) == {"UninitialisedReadWarning"}
+    assert mu.run_lesson("demo", [by_design], {}, sample=2, seed=0).kill_rate == 0
 
 
 def test_the_sample_is_seeded():

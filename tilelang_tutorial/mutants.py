@@ -27,8 +27,9 @@ signatures, the tensor annotations or the factory's Python around them).
 Each mutant has a stable id, ``rule Lline: old -> new`` (the line counted in the target's own
 source), and is built with :func:`tilelang_tutorial.exercise_kit.mutated`. A :class:`Target` is a
 function plus the check a notebook or an exercise runs on it; a mutant is *killed* when that check
-rejects it (a failing comparison, a compile error, the emulator stopping or refusing it) and
-*survives* when the check passes. A survivor is a weakness of the check, unless it is an
+rejects it (a failing comparison, a compile error, the emulator stopping or refusing it, or warning
+of a race or an uninitialised read that the right answer does not give) and *survives* when the
+check passes. A survivor is a weakness of the check, unless it is an
 *equivalent* mutant (the same results on every input): each lesson's ``mutants.py`` lists those
 by id with a one-line reason. ``python -m tilelang_tutorial mutants`` runs them all.
 
@@ -438,10 +439,37 @@ def key(target_name: str, mutant: Mutant) -> str:
     return f"{target_name}: {mutant.id}"
 
 
-def judge(target: Target, mutant: Mutant) -> tuple[bool, str]:
-    """``(killed, why)``: the target's check run on the mutant."""
+def _checked(target: Target, answer) -> tuple[bool, str, dict]:
+    """The target's check run on ``answer``: ``(passed, detail, warned)``, ``warned`` the emulator's
+    warnings during the check by kind (``{"RaceWarning": its first message, ...}``)."""
     from . import emulate
-    from .exercise_kit import _first_line, quiet_tilelang
+    from .exercise_kit import quiet_tilelang
+
+    with warnings.catch_warnings(record=True) as caught, quiet_tilelang():
+        warnings.simplefilter("always", emulate.EmulatorWarning)
+        passed, detail = target.check(answer)
+    warned = {}
+    for w in caught:
+        if issubclass(w.category, emulate.EmulatorWarning):
+            warned.setdefault(w.category.__name__, str(w.message).splitlines()[0])
+    return passed, detail, warned
+
+
+def right_warnings(target: Target) -> frozenset:
+    """The kinds of emulator warning the target's check gives its right answer (a short box's
+    reads of rows it never loads, by design): a mutant is not killed by those."""
+    if target.is_data:
+        return frozenset()
+    return frozenset(_checked(target, target.function)[2])
+
+
+def judge(target: Target, mutant: Mutant, right: frozenset | None = None) -> tuple[bool, str]:
+    """``(killed, why)``: the target's check run on the mutant. Killed when the check fails, the
+    compile or the emulator stops or refuses it, or the emulator warns of a kind of finding (a
+    race, a read of an element never written) that it does not give the right answer: the reader
+    sees that warning under the check. ``right``: :func:`right_warnings` of the target (computed
+    when not given)."""
+    from .exercise_kit import _first_line
 
     try:
         answer = target.build(mutant)     # the factory's definition only: no kernel code runs yet
@@ -450,11 +478,15 @@ def judge(target: Target, mutant: Mutant) -> tuple[bool, str]:
             raise
         return True, f"{type(exc).__name__}: {_first_line(exc)}"   # a configuration that refuses the value itself
     try:
-        with warnings.catch_warnings(), quiet_tilelang():
-            warnings.simplefilter("ignore", emulate.EmulatorWarning)
-            passed, detail = target.check(answer)
+        passed, detail, warned = _checked(target, answer)
     except Exception as exc:      # a compile error, the emulator stopping or refusing it
         return True, f"{type(exc).__name__}: {_first_line(exc)}"
+    if passed and warned:
+        new = {kind: message for kind, message in warned.items()
+               if kind not in (right_warnings(target) if right is None else right)}
+        if new:
+            kind, message = next(iter(new.items()))
+            return True, f"the emulator warned ({kind}): {message}"
     return (not passed), detail
 
 
@@ -504,9 +536,11 @@ def run_lesson(lesson: str, targets: list[Target], equivalent: dict, *, sample: 
     """Judge the lesson's mutants (or a seeded sample of them); ``equivalent``: ``{key: reason}``."""
     t0 = time.time()
     pairs = select(all_mutants(targets), sample, seed)
-    outcomes = []
+    outcomes, right = [], {}
     for i, (target, mutant) in enumerate(pairs, 1):
-        killed, detail = judge(target, mutant)
+        if target.name not in right:
+            right[target.name] = right_warnings(target)
+        killed, detail = judge(target, mutant, right[target.name])
         outcome = Outcome(target.name, mutant, killed, detail, "" if killed else equivalent.get(key(target.name, mutant), ""))
         outcomes.append(outcome)
         if progress:
