@@ -316,6 +316,7 @@ def test_gemm_relu_matches_reference(shape, dtype, variant):
     _assert_the_op_contract(shape, dtype, variant, "cuda")
 
 
+@pytest.mark.usefixtures("without_nvcc")   # checks numbers: the emulator, no nvcc needed
 @pytest.mark.parametrize("variant", ["seed", "tuned"])
 def test_the_op_contract_on_an_unaligned_shape_anywhere(variant):
     """The GPU test's logic where this machine runs kernels (the emulator on CPU tensors without a
@@ -499,6 +500,7 @@ RULE_PATHS = {
 }
 
 
+@pytest.mark.usefixtures("without_nvcc")   # checks numbers: the emulator, no nvcc needed
 @pytest.mark.parametrize("path", list(RULE_PATHS))
 def test_every_path_of_the_rule_matches_the_reference(path):
     """Each of the rule's paths (the GEMV, the short box with and without a split of K, the clamped
@@ -530,6 +532,7 @@ def test_the_tall_tiles_run_cover_each_kind_of_tall_tile():
     assert {min(widths), max(widths)} <= {tall[n].block_N for n in TALL_TILES}
 
 
+@pytest.mark.usefixtures("without_nvcc")   # checks numbers: the emulator, no nvcc needed
 @pytest.mark.parametrize("name", TALL_TILES)
 def test_each_tall_tile_matches_the_reference(name):
     """The rule's tall tiles through the op on a shape ragged in M, N and K against each tile
@@ -767,6 +770,7 @@ def _no_relu_program(M, N, K, block_M=128, block_N=128, block_K=64, num_stages=3
     return gemm_relu_kernel
 
 
+@pytest.mark.usefixtures("without_nvcc")   # checks numbers: the emulator, no nvcc needed
 def test_the_op_builds_the_factory_it_is_given():
     """Notebook 02 passes its kernel cell to the op (program=): a reader's bug must reach the output."""
     device = runtime.mode().device
@@ -798,6 +802,7 @@ def test_the_recorded_figure_says_whether_the_readers_cell_was_measured():
     assert "another program than the package's at N = 264, K = 200" in plots.whose_figures(k_floor, records)
 
 
+@pytest.mark.usefixtures("without_nvcc")   # checks numbers: the emulator, no nvcc needed
 def test_a_repeated_call_reuses_its_plan_and_new_data_still_gets_the_right_answer(monkeypatch):
     """The second call with the same key neither re-validates nor asks the rule again, and computes
     from the new tensors (checked against the fp32 reference, poisoned output)."""
@@ -819,6 +824,7 @@ def test_a_repeated_call_reuses_its_plan_and_new_data_still_gets_the_right_answe
     assert calls == ["validate"]
 
 
+@pytest.mark.usefixtures("without_nvcc")   # checks numbers: the emulator, no nvcc needed
 def test_bad_input_with_a_planned_key_is_still_refused_in_one_line():
     """What the key does not fix (the data's contiguity, a view's 16-byte alignment) is checked on
     every call; a bad tensor of a planned shape gets the same one-line error as a first call."""
@@ -842,6 +848,7 @@ def test_bad_input_with_a_planned_key_is_still_refused_in_one_line():
         op.gemm_relu(a.tolist(), b, gr.SEED_CONFIG)
 
 
+@pytest.mark.usefixtures("without_nvcc")   # checks numbers: the emulator, no nvcc needed
 def test_a_changed_mode_is_a_new_plan(monkeypatch):
     """A plan is used only under the mode it was made in: forcing emulation, or another
     architecture, is never served a plan made for the other mode (a repeat call in one mode is)."""

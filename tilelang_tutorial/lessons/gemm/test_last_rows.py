@@ -31,6 +31,7 @@ def _run(program, config, M, N, K, dtype="float16"):
 # M below one box, one box exactly, just past it, ragged inside two boxes, two tiles exactly,
 # and past one 128-row tile (where a clamped origin overlaps the tile above); N = 200 leaves a
 # partial column tile, K = 192 is 3 steps of 64.
+@pytest.mark.usefixtures("without_nvcc")   # checks numbers: the emulator, no nvcc needed
 @pytest.mark.parametrize("M", [40, 64, 65, 93, 128, 130, 200])
 def test_clamped_kernel_writes_every_row_once_right(M):
     assert _run(last_rows.clamped_program, SMALL_M_TILES["m64n64k64s8"], M, 200, 192).ok
@@ -45,10 +46,12 @@ def test_a_variant_is_notebook_02s_kernel_with_the_lines_it_changes():
         last_rows.variant_of(gemm.kernel.gemm_relu_program, "broken", ("no such line", ""))
 
 
+@pytest.mark.usefixtures("without_nvcc")   # checks numbers: the emulator, no nvcc needed
 def test_the_clamped_kernel_stores_through_shared_memory_at_its_clamped_rows():
     assert _run(last_rows.clamped_program, SMALL_M_TILES["m64n64k64s8"].replace(store_via_shared=True), 93, 200, 192).ok
 
 
+@pytest.mark.usefixtures("without_nvcc")   # checks numbers: the emulator, no nvcc needed
 @pytest.mark.parametrize("M", [40, 65, 72, 88, 127, 128, 130, 300])
 def test_two_box_kernel_writes_every_row_right(M):
     assert _run(last_rows.two_box_program, SMALL_M_TILES["m128n64k64s6"], M, 200, 192).ok
@@ -126,6 +129,7 @@ def test_the_rule_says_which_last_row_kernel(M, N, K, expected):
     assert choice.a_rows == 0 or M <= choice.a_rows < 64
 
 
+@pytest.mark.usefixtures("without_nvcc")   # checks numbers: the emulator, no nvcc needed
 def test_the_op_builds_the_rules_last_row_kernel_and_a_readers_own(monkeypatch):
     """gemm_relu runs last_rows.clamped_program where the rule says so, and a reader's factory
     instead where one is given (that is what flows from a notebook's kernel cell)."""
@@ -190,6 +194,7 @@ def test_the_op_on_the_gpu_at_the_narrow_split(M, N, K, dtype):
 # M <= 64: A's boxes only as tall as the rows that exist (rounded up to 8)
 # ------------------------------------------------------------------------------------------------
 
+@pytest.mark.usefixtures("without_nvcc")   # checks numbers: the emulator, no nvcc needed
 @pytest.mark.parametrize("tile", ["m64n64k64s8", "m64n64k128s4", "m64n32k256s4"])   # block_K 64, 128, 256
 @pytest.mark.parametrize("M", [1, 3, 8, 13, 40])
 def test_short_box_kernel_writes_every_row_right(tile, M):
@@ -202,6 +207,7 @@ def test_short_box_kernel_writes_every_row_right(tile, M):
     assert checks.compare(c, gr.gemm_relu_reference(a, b), tolerance=TOL).ok
 
 
+@pytest.mark.usefixtures("without_nvcc")   # checks numbers: the emulator, no nvcc needed
 @pytest.mark.parametrize("M", [2, 30])
 def test_short_box_split_k_partial_is_right(M):
     from tilelang_tutorial.lessons.gemm import split_k
@@ -227,6 +233,7 @@ def test_a_short_box_is_one_tma_load_of_a_rows_per_64_columns():
     assert src.count("expect_transaction(2048)") == 2          # 16 rows x 64 columns x 2 bytes each
 
 
+@pytest.mark.usefixtures("without_nvcc")   # checks numbers: the emulator, no nvcc needed
 @pytest.mark.skipif(DEVICE != "cpu", reason="the emulator's check")
 def test_the_emulator_sees_the_unloaded_rows_and_the_op_does_not_warn_of_them():
     """The rows past a_rows are read by T.gemm without being written: the emulator's default
@@ -271,6 +278,7 @@ SWAPPED_CASES = [(5, 200, 136, 64, 32, "float16"), (48, 200, 136, 64, 48, "bfloa
                  (260, 200, 136, 64, 256, "bfloat16")]
 
 
+@pytest.mark.usefixtures("without_nvcc")   # checks numbers: the emulator, no nvcc needed
 @pytest.mark.parametrize("M,N,K,block_N,width,dtype", SWAPPED_CASES, ids=lambda v: str(v))
 def test_swapped_kernel_writes_every_element_right(M, N, K, block_N, width, dtype):
     assert _run(last_rows.swapped_program, rule.swapped_config(block_N, width), M, N, K, dtype).ok
@@ -323,6 +331,7 @@ def test_the_rule_swaps_where_its_model_says(M, N, K, dtype, expected):
         assert "swapped kernel" in choice.why and choice.predicted_us > 0
 
 
+@pytest.mark.usefixtures("without_nvcc")   # checks numbers: the emulator, no nvcc needed
 def test_the_op_runs_the_swapped_kernel_where_the_rule_says(monkeypatch):
     built = []
 
@@ -387,6 +396,7 @@ def test_the_op_on_the_gpu_at_the_swapped_kernel(M, N, K, dtype):
     _the_op_on_the_gpu(M, N, K, dtype, ("swapped",))
 
 
+@pytest.mark.usefixtures("without_nvcc")   # checks numbers: the emulator, no nvcc needed
 @pytest.mark.parametrize("split", [1, 3])
 def test_a_contrast_is_called_directly_and_right(split):
     """bench.direct_call, the contrast's call in gemm_rule and the probes: the choice's kernel, or its

@@ -398,6 +398,7 @@ def test_gpu_planned_run_does_not_sync_and_replays_in_a_cuda_graph(planned):
 STEP_LENS = [1, 130]    # one token, and two full pages and a ragged third
 
 
+@pytest.mark.usefixtures("without_nvcc")   # checks numbers: the emulator, no nvcc needed
 @pytest.mark.parametrize("h", [128, 16])
 @pytest.mark.parametrize("step", ["contiguous", "paged"])
 def test_step_kernels_match_the_reference(step, h):
@@ -442,6 +443,7 @@ def test_the_changes_from_section_1s_kernel_leave_out_renames_and_comments():
     assert "acc_s = T.alloc_fragment" in unrenamed
 
 
+@pytest.mark.usefixtures("without_nvcc")   # checks numbers: the emulator, no nvcc needed
 def test_a_plan_builds_the_factory_it_is_given():
     """plan(program=...) compiles the caller's factory (a notebook's kernel cell), not the package's:
     a factory with the wrong scale gives wrong numbers through plan.run."""
