@@ -20,6 +20,7 @@ import pytest
 import torch
 
 import tilelang.language as T
+from conftest import full_only
 from tilelang_tutorial import checks, emulate, runtime
 from tilelang_tutorial.inspector import kernel_source, launch_facts
 from tilelang_tutorial.lessons.rmsnorm import kernel as rs
@@ -217,19 +218,24 @@ def test_the_warp_segment_cuda_sums_within_each_warp_then_across_the_warps():
     assert usage["registers"] <= 65536 // (160 * 6) and usage["spill_stores"] == 0, usage
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_the_rule_does_not_spill_where_a_lane_holds_the_most(dtype):
-    """ptxas on the op's kernels where a lane holds the most: 5 vectors of a padded row (1056), 7
-    under the 3-block cap (6176), 4 on 256 lanes under each cap (7200, 7392), a warp-segment band
-    (bf16 3104) and the widest row: the register cap must not push the row out to local memory
-    (a few bytes at most)."""
+#: (C, dtype) where a lane holds the most: 5 vectors of a padded row (1056), 7 under the 3-block cap
+#: (fp16 6176), 4 on 256 lanes under each cap (7200, 7392: 4 blocks in fp16, 5 in bf16), the
+#: warp-segment bands (bf16 3104, 6176) and the widest row. CI leaves out bf16 at 1056 and 8192,
+#: the layout and cap of fp16's at the same width.
+SPILL_CASES = [pytest.param(C, dtype, marks=full_only if (C, dtype) in ((1056, "bfloat16"), (8192, "bfloat16")) else ())
+               for dtype in ("float16", "bfloat16") for C in (1056, 3104, 6176, 7200, 7392, 8192)]
+
+
+@pytest.mark.parametrize("C,dtype", SPILL_CASES)
+def test_the_rule_does_not_spill_where_a_lane_holds_the_most(C, dtype):
+    """ptxas on the op's kernel: the register cap must not push the row out to local memory (a few
+    bytes at most)."""
     from tilelang_tutorial.inspector import resource_usage
 
-    for C in (1056, 3104, 6176, 7200, 7392, 8192):
-        (usage,) = resource_usage(rms_op.build_rmsnorm_silu(C, dtype, arch="sm_90a")).values()
-        cfg = rms_op.config_for(C, dtype)           # the op's layout: warp segments at bf16 3104, 4128, 6176
-        cap = 65536 // (cfg.threads * cfg.min_blocks)
-        assert usage["registers"] <= cap and usage["spill_stores"] <= 4, (C, dtype, usage)
+    (usage,) = resource_usage(rms_op.build_rmsnorm_silu(C, dtype, arch="sm_90a")).values()
+    cfg = rms_op.config_for(C, dtype)           # the op's layout: warp segments at bf16 3104, 4128, 6176
+    cap = 65536 // (cfg.threads * cfg.min_blocks)
+    assert usage["registers"] <= cap and usage["spill_stores"] <= 4, (C, dtype, usage)
 
 
 def test_the_fast_sigmoid_compiles_to_one_approximate_reciprocal_and_no_division():
@@ -427,6 +433,7 @@ def test_tilelang_splits_a_wide_tile_into_tma_boxes(C, boxes, box_columns):
     assert torch.equal(x, y)
 
 
+@pytest.mark.usefixtures("without_nvcc")   # checks numbers: the emulator, no nvcc needed
 @pytest.mark.skipif(runtime.mode().can_run, reason="CPU tensors: the emulated mode only")
 def test_op_and_dispatch_run_in_the_emulator_on_cpu_tensors():
     x = checks.random_tensor((2, 3, 5, 160), torch.float16, "cpu")
@@ -542,6 +549,7 @@ def test_bad_input_gets_a_clear_error_before_any_gpu_is_needed(case, entry):
         fn(x, gamma, out=out)
 
 
+@pytest.mark.usefixtures("without_nvcc")   # checks numbers: the emulator, no nvcc needed
 @pytest.mark.skipif(runtime.mode().can_run, reason="CPU tensors: the emulated mode only")
 def test_the_op_and_dispatch_from_a_factory_run_that_factory_once_per_width():
     """Notebook 05's later cells pass its kernel cell's factory: the op must build that one (a bug
