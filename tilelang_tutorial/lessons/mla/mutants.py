@@ -2,9 +2,10 @@
 (the MQA decode, steps 1 to 3, the shared split range and combine), each checked as the notebook
 checks it (against the fp32 reference in the emulator, on the ragged batch of 1, 63, 65 and 130
 tokens, the outputs poisoned); notebook 04b's hand-scheduled kernels (the warp-specialized and
-seesaw schedules and the parts they share) through 04b's ``check_schedule``, at a smaller batch
-than the notebook's (a 1-token sequence, whose second split is empty, and a 130-token one of
-three pages: the emulator runs each schedule in seconds there); and every exercise solution
+seesaw schedules and the parts they share) through 04b's ``check_schedule``, at the notebook's
+batch (a 1-token sequence, whose second split is empty, and two long enough that each split
+goes round the KV ring more than once: a missing release of a stage or a wrong parity shows);
+and every exercise solution
 through its checker (the answers that are data by
 :func:`tilelang_tutorial.mutants.data_mutants`).
 
@@ -30,8 +31,8 @@ from .exercises import check_combine_kernel
 
 #: notebook 04's ragged batch: one token, a page less one, a page and one, two pages and two
 LENGTHS = [1, 63, 65, 130]
-#: the hand-scheduled schedules' batch (see the module docstring), split in two
-SCHEDULE_LENGTHS, SCHEDULE_SPLIT = [1, 130], 2
+#: notebook 04b's batch for the hand-scheduled schedules (see the module docstring), split in two
+SCHEDULE_LENGTHS, SCHEDULE_SPLIT = [1, 300, 449], 2
 
 
 def _compare(out, inputs, dtype="float16") -> tuple:
