@@ -165,6 +165,14 @@ def targets():
 
 #: ``{target: mutant id: reason}``: reviewed mutants that give the same results on every input.
 EQUIVALENT = {
+    "combine_macro: constant L28: 0 -> 1":
+        "the first chunk rescales the running total by 2^(-inf - max) = 0 before adding to it: the start value is wiped",
+    "mla_paged_program: constant L50: 0 -> 1":
+        "the first page rescales acc_o by alpha = 2^((-inf - m) * scale) = 0 before P V adds to it: the start value is wiped",
+    "mla_decode_program: constant L103: 0 -> 1":
+        "an empty split's partial output is weighed by 2^(-inf - lse_max) = 0 in the combine: its value never counts",
+    "mla_decode_seesaw_program: constant L149: 2 -> 3":
+        "a third `stats` barrier that nothing arrives at or waits on: the two used are the same",
     "04b ring repair: mask L16: tx < 128 -> tx <= 128":
         "thread 128 joins the left consumer, idle above 64 threads; the right consumer's T.Parallel is "
         "re-based on its first thread, so every element is written once and `empty` still gets 256 "
