@@ -114,6 +114,7 @@ def test_checkers_accept_an_eager_solution():
     assert res.ok and res.numerics_checked, str(res)
 
 
+@pytest.mark.usefixtures("without_nvcc")   # checks numbers: the emulator, no nvcc needed
 def test_the_kernel_cells_checks_pass_the_kernels_and_reject_alpha_typed_in():
     """The notebook's check of its copy-and-scale cell (the mutation tests' too): both styles pass
     on both ragged shapes with a random alpha; the kernel with 0.5 typed in for alpha fails."""
