@@ -363,7 +363,8 @@ def flow_bugs():
     notebook = "04b_mla_hand_scheduled.ipynb"
     return [
         FlowBug(notebook, "hand_scheduled_parts", "l_i[i] = l_i[i] * alpha[i] + row_sum[i]",
-                "l_i[i] = l_i[i] + row_sum[i]", what="softmax denominator not rescaled"),
+                "l_i[i] = l_i[i] + row_sum[i]", what="softmax denominator not rescaled", until="## 5."),
         FlowBug(notebook, "mla_decode_seesaw_program", "T.barrier_wait(empty_l[t], 1 - jp % 2)",
-                "T.barrier_wait(empty_l[t], jp % 2)", what="producer waits for a release before its first load"),
+                "T.barrier_wait(empty_l[t], jp % 2)", what="producer waits for a release before its first load",
+                until="## 5."),
     ]
