@@ -24,8 +24,9 @@
    ``check_combine_kernel(combine_program)``. The checker runs it (GPU, else the emulator) against
    an fp64 reference on 3 sequences x 5 heads (a grid with swapped extents leaves outputs
    unwritten) and five cases: moderate ``lse``; 19 splits whose ``lse`` are all below -200 and
-   spread by hundreds (``2**lse`` underflows to 0 unless shifted by the row's max, which a max
-   started at 0 never reaches); one split 300 above the others, never the first (``2**300``
+   spread by hundreds, the largest in the last split (``2**lse`` underflows to 0 unless shifted by
+   the row's max, which a max started at 0 never reaches, and a running max that rises in a later
+   chunk of splits must rescale what was summed before); one split 300 above the others, never the first (``2**300``
    overflows fp32 unless the shift is the max over all splits); empty splits; a single split.
    Its hints come from what the output looks like (the plain mean of the splits, weights that do
    not sum to 1) and, failing that, from the concept the failing case tests. Notebook 04 runs the
@@ -85,13 +86,15 @@ def _combine_cases(seed: int = 0):
     return [
         ("moderate lse values", partials(s), moderate,
          "each split's weight is its share of the total denominator, 2^(lse_s - lse_max) / sum_r 2^(lse_r - lse_max)"),
-        # all below -200 and spread by hundreds: 2^lse underflows to 0 for every split
-        (f"{COMBINE_MANY_SPLITS} splits, every lse below -200 and spread by hundreds",
+        # all below -200 and spread by hundreds: 2^lse underflows to 0 for every split; the largest
+        # is the last split, so a max kept over chunks of splits rises after the first chunk
+        (f"{COMBINE_MANY_SPLITS} splits, every lse below -200 and spread by hundreds, the largest last",
          partials(COMBINE_MANY_SPLITS),
-         checks.lse_values((b, h, COMBINE_MANY_SPLITS), "cpu", highest=-200.0, spread=500.0, seed=seed),
+         checks.lse_values((b, h, COMBINE_MANY_SPLITS), "cpu", highest=-200.0, spread=500.0, seed=seed).flip(-1),
          "every lse here is below -200, so 2^lse_s underflows fp32 to 0 in every split (0 / 0 = NaN): weigh by "
          "2^(lse_s - lse_max), lse_max the largest lse of the row, found by a running max that starts at -inf "
-         "(-T.infinity), not at 0, which no lse here reaches; and walk all num_split splits"),
+         "(-T.infinity), not at 0, which no lse here reaches; walk all num_split splits, and when the max rises, "
+         "rescale the sums so far by 2^(old max - new max)"),
         ("one split's lse 300 above the others (not the first split)", partials(s), far_above,
          "2^(lse_s - m) overflows fp32 once lse_s - m passes 128 (inf / inf = NaN): m must be the largest lse of "
          "the row, the max over all its splits (not the first split's, not a fixed value)"),
