@@ -32,11 +32,26 @@ def mla_decode_reference(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_se
     return out
 
 
+#: the rotary offsets of :func:`make_paged_inputs`' sequences 1, 5, 9, ... (scores far below zero)
+#: and 3, 7, 11, ... (scores past fp16's 65,504)
+NEGATIVE_PE, LARGE_PE = 16.0, 40.0
+
+
 def make_paged_inputs(batch: int, h_q: int, seqlens, *, dtype=None, device="cpu",
                       seed: int = 0, extra_pages: int = 3):
     """Random MLA decode inputs with a *shuffled* page table (pages of a sequence are not
     contiguous), so indexing mistakes show up. Returns a dict of tensors for ``mla_decode``;
-    ``dtype`` defaults to float16."""
+    ``dtype`` defaults to float16.
+
+    Every second sequence has scores of extreme size, with the usual spread of about one unit
+    between tokens: its rotary parts are ``k_pe = c + N(0, 1/64)`` and ``q_pe = -c + N(0, 1/64)``
+    (sequences 1, 5, ..., ``c`` = 16) or ``q_pe = c + N(0, 1/64)`` (sequences 3, 7, ..., ``c`` =
+    40), so ``q_pe . k_pe`` is about ``-64 c^2`` = -16384 (-683 after the scale) or ``64 c^2`` =
+    102400. Far below zero, a running max started at 0 instead of -inf weighs every token
+    ``2^-985`` = 0 (0 / 0), and a score, a max or a log-sum-exp kept in fp16 is off by up to 8
+    (half a unit in the last place of 16384; a third of a unit after the scale): visibly wrong
+    softmax weights. Past 65,504, a score or a max kept in fp16 is inf (inf - inf = NaN). The other
+    sequences are plain N(0, 1)."""
     import torch
 
     dtype = dtype or torch.float16
@@ -58,11 +73,17 @@ def make_paged_inputs(batch: int, h_q: int, seqlens, *, dtype=None, device="cpu"
     def rnd(shape, k):  # drawn directly on ``device`` (a 5 GB cache must not go through the CPU)
         return random_tensor(shape, dtype, device, seed=seed * 16 + k)
 
+    q_pe, pe_cache = rnd((batch, h_q, DIM_PE), 2), rnd((num_pages, PAGE_SIZE, 1, DIM_PE), 4)
+    for i in range(1, batch, 2):   # scores of extreme size (see above)
+        pages = block_table[i, :pages_per_seq[i]].long().to(device)
+        q_offset = -NEGATIVE_PE if i % 4 == 1 else LARGE_PE
+        q_pe[i] = (q_pe[i].float() / 8 + q_offset).to(dtype)
+        pe_cache[pages] = (pe_cache[pages].float() / 8 + abs(q_offset)).to(dtype)
     return {
         "q_nope": rnd((batch, h_q, DIM_NOPE), 1),
-        "q_pe": rnd((batch, h_q, DIM_PE), 2),
+        "q_pe": q_pe,
         "kv_cache": rnd((num_pages, PAGE_SIZE, 1, DIM_NOPE), 3),
-        "pe_cache": rnd((num_pages, PAGE_SIZE, 1, DIM_PE), 4),
+        "pe_cache": pe_cache,
         "block_table": block_table.to(device),
         "cache_seqlens": torch.tensor(seqlens, dtype=torch.int32).to(device),
     }

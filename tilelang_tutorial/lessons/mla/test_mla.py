@@ -102,7 +102,9 @@ def test_reference_matches_dense_attention():
         k = torch.cat([kv[rows], pe[rows]], dim=-1)[None, None].expand(1, 16, n, 576)
         v = kv[rows][None, None].expand(1, 16, n, 512)
         want = torch.nn.functional.scaled_dot_product_attention(q[:, :, None], k, v, scale=1 / 24)
-        torch.testing.assert_close(ref[i], want[0, :, 0], rtol=1e-4, atol=1e-5)
+        # sequence 1's scores are near -16384 (make_paged_inputs): fp32 rounds them to 1e-3, and
+        # the two orders of operations (scale before or after the dot) differ by that much
+        torch.testing.assert_close(ref[i], want[0, :, 0], rtol=1e-3, atol=3e-4)
 
 
 # ------------------------------------------------------------------------------------------------
