@@ -207,6 +207,20 @@ def test_a_narrowed_accumulator_passes_random_inputs_and_fails_on_cancelling_one
     assert killed and "cancelling inputs: FAIL" in why, why
 
 
+def test_a_combine_that_does_not_rescale_when_its_max_rises_is_rejected():
+    """The combine folds the splits in chunks of 16 with a running max: the checker's 19-split case
+    puts the largest lse in the last split, so the max rises in the second chunk and the sums of
+    the first must be rescaled."""
+    from tilelang_tutorial.lessons.mla import mutants as mla_mutants
+
+    (target,) = [t for t in mla_mutants.targets() if t.name == "combine_macro"]
+    dropped = [m for m in target.mutants() if m.rule == "drop" and "*= weight" in m.old]
+    assert len(dropped) == 2
+    for mutant in dropped:
+        killed, why = mu.judge(target, mutant, frozenset())
+        assert killed and "19 splits" in why, why
+
+
 def _lesson_mutants():
     return {name: importlib.import_module(f"{lessons.__name__}.{name}.mutants") for name in lessons.lesson_names()}
 

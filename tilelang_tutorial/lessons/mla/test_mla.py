@@ -107,6 +107,27 @@ def test_reference_matches_dense_attention():
         torch.testing.assert_close(ref[i], want[0, :, 0], rtol=1e-3, atol=3e-4)
 
 
+def test_every_second_sequence_has_scores_far_below_zero_or_past_fp16():
+    """make_paged_inputs: sequences 1 and 3 have every score far below zero or past fp16's 65,504,
+    sequences 0 and 2 ordinary ones, each with a spread between tokens that is neither one-hot nor
+    flat (a standard deviation of 0.3 to 3 after the scale)."""
+    x = reference.make_paged_inputs(4, 16, [1, 63, 65, 130], seed=0)
+    kv, pe = x["kv_cache"].reshape(-1, 64, 512), x["pe_cache"].reshape(-1, 64, 64)
+    for i, n in enumerate(x["cache_seqlens"].tolist()):
+        pages = x["block_table"][i, : math.ceil(n / 64)].long()
+        c, k_pe = kv[pages].reshape(-1, 512)[:n].float(), pe[pages].reshape(-1, 64)[:n].float()
+        scores = x["q_nope"][i].float() @ c.T + x["q_pe"][i].float() @ k_pe.T      # (heads, n)
+        if i == 1:
+            assert scores.max() < -10000
+        elif i == 3:
+            assert scores.min() > 65504
+        else:
+            assert scores.abs().max() < 300
+        if n > 1:
+            spread = (scores / 24).std(dim=1)
+            assert (spread > 0.3).all() and (spread < 3).all(), spread
+
+
 # ------------------------------------------------------------------------------------------------
 # bad input: validated before require_gpu, so checkable without a GPU
 # ------------------------------------------------------------------------------------------------
