@@ -3,8 +3,10 @@
 checks it (against the fp32 reference in the emulator, on the ragged batch of 1, 63, 65 and 130
 tokens, the outputs poisoned); notebook 04b's hand-scheduled kernels (the warp-specialized and
 seesaw schedules and the parts they share) through 04b's ``check_schedule``, at the notebook's
-batch (a 1-token sequence, whose second split is empty, and two long enough that each split
-goes round the KV ring more than once: a missing release of a stage or a wrong parity shows);
+batch in three splits (a 1-token sequence, whose other splits are empty, and one of 740
+tokens, 12 pages, whose scores are far below zero: each split goes round the KV ring twice, so a
+missing release of a stage or a wrong parity shows, and the last split's fourth page is the
+ragged one; three splits beside two head blocks, so swapped grid extents show);
 and every exercise solution
 through its checker (the answers that are data by
 :func:`tilelang_tutorial.mutants.data_mutants`).
@@ -31,8 +33,8 @@ from .exercises import check_combine_kernel
 
 #: notebook 04's ragged batch: one token, a page less one, a page and one, two pages and two
 LENGTHS = [1, 63, 65, 130]
-#: notebook 04b's batch for the hand-scheduled schedules (see the module docstring), split in two
-SCHEDULE_LENGTHS, SCHEDULE_SPLIT = [1, 300, 449], 2
+#: notebook 04b's batch for the hand-scheduled schedules (see the module docstring), split in three
+SCHEDULE_LENGTHS, SCHEDULE_SPLIT = [1, 740], 3
 
 
 def _compare(out, inputs, dtype="float16") -> tuple:
