@@ -180,6 +180,20 @@ EQUIVALENT = {
         "an empty split's partial output is weighed by 2^(-inf - lse_max) = 0 in the combine: its value never counts",
     "mla_decode_seesaw_program: constant L149: 2 -> 3":
         "a third `stats` barrier that nothing arrives at or waits on: the two used are the same",
+    "mla_decode_program: constant L61: 0 -> 1":
+        "the first page rescales acc_o by alpha = 2^((-inf - m) * scale) = 0 before P V adds to it: the start value is wiped",
+    "mla_decode_program: constant L62: 0 -> 1":
+        "the first page rescales l_i by alpha = 0 before adding its row sum: the start value is wiped",
+    "mla_decode_seesaw_program: constant L144: 2 -> 3":
+        "a third `full_l` barrier that nothing arrives at or waits on: the two used are the same",
+    "mla_decode_seesaw_program: constant L146: 2 -> 3":
+        "a third `empty_l` barrier that nothing arrives at or waits on: the two used are the same",
+    "hand_scheduled_parts: constant L35: 0 -> 1":
+        "the warp vote then always rescales: O *= alpha with alpha = 1 where it would have skipped leaves O as it was",
+    "hand_scheduled_parts: constant L54: 0 -> 1":
+        "an empty split's partial output is weighed by 2^(-inf - lse_max) = 0 in the combine: its value never counts",
+    "hand_scheduled_parts: mask L17: tok0 + BLOCK_N > seqlen -> tok0 + BLOCK_N >= seqlen":
+        "also masks a last block that ends exactly at seqlen, where every token is before the end: the mask keeps them all",
     "mqa_decode_program: narrow L27: accum -> dtype":
         "alpha rounded to fp16 multiplies acc_o and l_i alike, so their ratio, the output, is unchanged",
     "mla_paged_program: narrow L35: accum -> dtype":
