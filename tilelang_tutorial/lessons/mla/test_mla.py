@@ -103,8 +103,10 @@ def test_reference_matches_dense_attention():
         v = kv[rows][None, None].expand(1, 16, n, 512)
         want = torch.nn.functional.scaled_dot_product_attention(q[:, :, None], k, v, scale=1 / 24)
         # sequence 1's scores are near -16384 (make_paged_inputs): fp32 rounds them to 1e-3, and
-        # the two orders of operations (scale before or after the dot) differ by that much
-        torch.testing.assert_close(ref[i], want[0, :, 0], rtol=1e-3, atol=3e-4)
+        # the two orders of operations (scale before or after the dot) differ by that much; the
+        # sequences of ordinary scores are held to fp32's own agreement
+        extreme = i % 2 == 1
+        torch.testing.assert_close(ref[i], want[0, :, 0], rtol=1e-3 if extreme else 1e-4, atol=3e-4 if extreme else 1e-5)
 
 
 def test_every_second_sequence_has_scores_far_below_zero_or_past_fp16():
