@@ -18,6 +18,7 @@ Routing is by channel width C = x.shape[-1]:
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -33,10 +34,16 @@ class NormPath:
 
 
 def _triton_fn(x, gamma, eps=DEFAULT_EPS, out=None):
-    # Imported on first use so that the dispatch (and which_path) works where triton is absent.
+    return _triton_op()(x, gamma, eps, out)
+
+
+@functools.cache
+def _triton_op() -> Callable:
+    # imported on first use, so that the dispatch (and which_path) works where triton is absent; the
+    # cache keeps the import statement's cost off every later call
     from .triton_existing import rmsnorm_silu_triton
 
-    return rmsnorm_silu_triton(x, gamma, eps=eps, out=out)
+    return rmsnorm_silu_triton
 
 
 _TRITON = NormPath("triton", "pre-existing hand-tuned Triton kernel (lessons/rmsnorm/triton_existing.py)", _triton_fn)

@@ -18,6 +18,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ... import runtime
+
 DEFAULT_EPS = 1e-5
 
 #: The widths this kernel was written and tuned for, with their launch configurations:
@@ -115,18 +117,18 @@ def _key(x, gamma, out):
     return k if out is None else k + (out.shape, out.dtype, out.device, out.is_contiguous())
 
 
-_LAUNCHERS = None
+def _check(x, gamma, eps, out) -> None:
+    check_inputs(x, gamma, out)
+
+
+#: one launch per key, planned by :func:`_plan` (see ``runtime.Launchers``)
+_LAUNCHERS = runtime.Launchers(_plan, _check)
 
 
 def rmsnorm_silu_triton(x, gamma, eps: float = DEFAULT_EPS, out=None):
     """y = silu(rms_norm(x) * gamma) over the last dim, for D = x.shape[-1] in {96, 192, 384}.
     The checks run once per combination of shapes, dtypes, devices and contiguity; a later call
     with the same costs a dictionary lookup and the Triton launch."""
-    global _LAUNCHERS
-    from ... import runtime
-
-    if _LAUNCHERS is None:
-        _LAUNCHERS = runtime.Launchers(_plan, lambda x, gamma, eps, out: check_inputs(x, gamma, out))
     try:
         key = _key(x, gamma, out)
     except (AttributeError, TypeError):      # not tensors: the checks say what is wrong
