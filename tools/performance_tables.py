@@ -160,15 +160,14 @@ def table_mla() -> list[str]:
 def table_mla_paths() -> list[str]:
     def value(r):
         op = r["op_path"]
-        ms = {k: (op.get(k) or {}).get("latency_ms") for k in ("prepared_launch", "plan_run", "simple_call")}
-        return [num(ms["prepared_launch"] * 1e3), num(ratio(ms["plan_run"], ms["prepared_launch"])),
-                num(ratio(ms["simple_call"], ms["prepared_launch"]))]
+        ms = {k: (op.get(k) or {}).get("latency_ms") for k in ("prepared_launch", "plan_run")}
+        return [num(ms["prepared_launch"] * 1e3), num(ratio(ms["plan_run"], ms["prepared_launch"]))]
     return pivot("mla", {"config.schedule": "seesaw", "op_path.plan_run": lambda v: v is not None,
                          "config.label": ["h128", "small-batch auto", "b1 auto split", "varlen"],
                          "shape.kv_len": lambda v: v != 16384},
                  ["point", "batch", "kv", "dtype"],
                  lambda r: [r["config"]["label"], r["shape"]["batch"], r["shape"]["kv_len"], r["dtype"]],
-                 ["launch µs", "plan.run ×", "mla_decode ×"], value)
+                 ["launch µs", "plan.run ×"], value)
 
 
 def table_rmsnorm() -> list[str]:

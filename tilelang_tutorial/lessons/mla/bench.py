@@ -12,7 +12,8 @@ shuffled page table, checks each implementation against the fp32 reference, and 
 Each point is measured with every TileLang schedule that builds here (``auto``, the kernel
 notebook 04 writes, and on sm_90a notebook 04b's hand-written ``ws`` and ``seesaw``), one record
 each, through ``plan.run`` (the op's fast path); for the default schedule, ``op_path`` also times
-every way of calling it back to back (:func:`call_paths`). The peers, measured once per point and attached
+``plan.run`` back to back against its bare launch (:func:`call_paths`; the one-shot ``mla_decode``
+is timed against ``plan.run`` by the ``mla_host`` suite). The peers, measured once per point and attached
 to each record: FlashInfer's MLA decode (the record's reference) and FlashMLA's own kernel
 (:mod:`.flashmla_peer`, where its library is built); each records why it is missing otherwise.
 """
@@ -65,16 +66,14 @@ def schedules_measured() -> list[str]:
     return list(dict.fromkeys([op.resolve_schedule(None), *here]))
 
 
-def call_paths(the_plan, x, out, num_split, schedule) -> dict:
-    """The calls a user makes, timed back to back (host time counted per call), next to the plan's
-    compiled kernel launched directly the same way: ``plan.run`` and the one-shot ``mla_decode``
-    (which validates every call, a host sync); each also as a ratio to the bare launch."""
+def call_paths(the_plan, x, out) -> dict:
+    """``plan.run``, timed back to back (host time counted per call), next to the plan's compiled
+    kernel launched directly the same way, and as a ratio to that bare launch."""
     args = (x["q_nope"], x["q_pe"], x["kv_cache"].view(-1, DIM_NOPE), x["pe_cache"].view(-1, DIM_PE),
             x["block_table"], x["cache_seqlens"], the_plan.lse, the_plan.o_partial, out)
     calls = {
         "prepared_launch": lambda: the_plan.kernel(*args),
         "plan_run": lambda: the_plan.run(**x, out=out),
-        "simple_call": lambda: op.mla_decode(**x, num_split=num_split, out=out, schedule=schedule),
     }
     paths = {}
     for name, fn in calls.items():
@@ -128,7 +127,7 @@ def _measure_point(*, b, h_q, seqlens, dtype, num_split, ceilings, memory_bound,
         torch.cuda.synchronize()
         measured[schedule] = (_check(out, idx, ref, dtype), timing.measure(lambda: the_plan.run(**x, out=out)))
         if schedule == op.resolve_schedule(None):      # the calls a user makes: the default schedule's
-            paths[schedule] = call_paths(the_plan, x, out, num_split, schedule)
+            paths[schedule] = call_paths(the_plan, x, out)
         del out, the_plan
 
     peers = {
