@@ -255,3 +255,25 @@ def test_a_seeded_sample_of_mutants_is_rejected_by_the_checks():
     report = mu.run_lesson("tiles", module.targets(), module.EQUIVALENT, sample=SAMPLE, seed=SEED)
     assert len(report.outcomes) == SAMPLE
     assert not report.survivors, "\n".join(f"{o.key}: the check said {o.detail}" for o in report.survivors)
+
+
+def test_a_batch_judged_per_sequence_names_the_worst_and_is_not_diluted():
+    ref = torch.ones(4, 8, 16)
+    out = ref.clone()
+    out[2] *= 1.01                     # one sequence 1 % off: 0.5 % over the whole batch
+    assert checks.compare(out, ref, tolerance=6e-3).ok
+    cmp = checks.compare(out, ref, tolerance=6e-3, per="sequence")
+    assert not cmp.ok and cmp.worst == 2 and "in sequence 2, the worst of 4" in str(cmp)
+    assert str(checks.compare(ref, ref, tolerance=6e-3)) == str(checks.compare(ref, ref, tolerance=6e-3, per=""))
+
+
+def test_a_softmax_denominator_narrowed_to_fp16_fails_on_the_flat_sequence():
+    """The flat last sequence of ``make_paged_inputs(flat_large_last=True)`` adds 0.03 a page to a
+    denominator of 64, below half of fp16's step there: an fp16 denominator drops seven pages."""
+    from tilelang_tutorial.lessons.mla import mutants as mla_mutants
+
+    (target,) = [t for t in mla_mutants.targets() if t.name == "mla_paged_program"]
+    (narrow,) = [m for m in target.mutants() if m.id == "narrow L36: accum -> dtype"]
+    assert "l_i" in narrow.context
+    killed, why = mu.judge(target, narrow, frozenset())
+    assert killed and "in sequence 4" in why, why

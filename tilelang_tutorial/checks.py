@@ -63,6 +63,9 @@ class Comparison:
     unwritten: int  # elements still holding the poison: never written
     tolerance: float
     nan: int = 0    # elements the kernel wrote as NaN (an accumulator never cleared, 0 * inf, ...)
+    per: str = ""   # what dimension 0 indexes, where each of its slices was judged on its own
+    worst: int = 0  # the slice with the largest relative error (``rel_error`` is its error)
+    slices: int = 0
 
     @property
     def ok(self) -> bool:
@@ -70,16 +73,23 @@ class Comparison:
 
     def __str__(self) -> str:
         verdict = "OK" if self.ok else "FAIL"
+        where = f" in {self.per} {self.worst}, the worst of {self.slices}" if self.per else ""
         return (
-            f"{verdict}: ||out-ref||/||ref|| = {self.rel_error:.2e} (tolerance {self.tolerance:.0e}), "
+            f"{verdict}: ||out-ref||/||ref|| = {self.rel_error:.2e}{where} (tolerance {self.tolerance:.0e}), "
             f"max |out-ref| = {self.max_abs_error:.2e}, unwritten elements = {self.unwritten}"
             + (f", NaN written = {self.nan}" if self.nan else "")
         )
 
 
-def compare(out, ref, *, tolerance: float) -> Comparison:
+def compare(out, ref, *, tolerance: float, per: str = "") -> Comparison:
     """Relative Frobenius error in fp64, a count of unwritten elements (still the poison) and one
-    of NaNs the kernel wrote."""
+    of NaNs the kernel wrote.
+
+    ``per`` (e.g. ``"sequence"``): what dimension 0 indexes; each of its slices is then judged on
+    its own and the relative error is the worst slice's, which the line names. A batch holds
+    inputs built to expose different bugs (a sequence whose scores are far below zero, one whose
+    sums pass fp16's range); over the whole tensor, one slice's error would be diluted by the
+    others'."""
     import torch
 
     out64 = out.detach().to(torch.float64)
@@ -89,13 +99,26 @@ def compare(out, ref, *, tolerance: float) -> Comparison:
     unwritten = int(unwritten_mask.sum().item())
     nan_written = int((is_nan & ~unwritten_mask.reshape(is_nan.shape)).sum().item())
     diff = torch.nan_to_num(out64, nan=0.0) - ref64
-    denom = torch.linalg.vector_norm(ref64).item() or 1.0
+    worst, slices = 0, 0
+    if per:
+        slices = diff.shape[0]
+        diff_norms = torch.linalg.vector_norm(diff.reshape(slices, -1), dim=1)
+        ref_norms = torch.linalg.vector_norm(ref64.reshape(slices, -1), dim=1)
+        errors = diff_norms / torch.where(ref_norms > 0, ref_norms, torch.ones_like(ref_norms))
+        errors = torch.nan_to_num(errors, nan=float("inf"))
+        worst = int(errors.argmax().item())
+        rel_error = errors[worst].item()
+    else:
+        rel_error = torch.linalg.vector_norm(diff).item() / (torch.linalg.vector_norm(ref64).item() or 1.0)
     return Comparison(
-        rel_error=torch.linalg.vector_norm(diff).item() / denom,
+        rel_error=rel_error,
         max_abs_error=diff.abs().max().item() if diff.numel() else 0.0,
         unwritten=unwritten,
         tolerance=tolerance,
         nan=nan_written,
+        per=per,
+        worst=worst,
+        slices=slices,
     )
 
 

@@ -35,10 +35,12 @@ def mla_decode_reference(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_se
 #: the rotary offsets of :func:`make_paged_inputs`' sequences 1, 5, 9, ... (scores far below zero)
 #: and 3, 7, 11, ... (scores past fp16's 65,504)
 NEGATIVE_PE, LARGE_PE = 16.0, 40.0
+#: the values of :func:`make_paged_inputs`' flat last sequence: 64 tokens of them sum past 65,504
+FLAT_LARGE_VALUE = 1500.0
 
 
 def make_paged_inputs(batch: int, h_q: int, seqlens, *, dtype=None, device="cpu",
-                      seed: int = 0, extra_pages: int = 3):
+                      seed: int = 0, extra_pages: int = 3, flat_large_last: bool = False):
     """Random MLA decode inputs with a *shuffled* page table (pages of a sequence are not
     contiguous), so indexing mistakes show up. Returns a dict of tensors for ``mla_decode``;
     ``dtype`` defaults to float16.
@@ -51,7 +53,17 @@ def make_paged_inputs(batch: int, h_q: int, seqlens, *, dtype=None, device="cpu"
     ``2^-985`` = 0 (0 / 0), and a score, a max or a log-sum-exp kept in fp16 is off by up to 8
     (half a unit in the last place of 16384; a third of a unit after the scale): visibly wrong
     softmax weights. Past 65,504, a score or a max kept in fp16 is inf (inf - inf = NaN). The other
-    sequences are plain N(0, 1)."""
+    sequences are plain N(0, 1).
+
+    ``flat_large_last`` (for the checks): the last sequence's values are of one sign, near
+    :data:`FLAT_LARGE_VALUE`, and its scores are flat page by page: every head's query is zero but
+    for one rotary component, 16, whose key is 11.5 over the sequence's first page and 0 after it,
+    so each head scores 184 on the first page's tokens (softmax weight 1) and 0 on every later
+    token (weight ``exp(-184 / sqrt(576))`` = 4.7e-4). The first page's ``P V`` passes fp16's
+    65,504 while the output stays near the values, so an output accumulator narrowed to fp16
+    gives inf; and each later page adds 0.03 to a softmax denominator of 64, less than half a unit
+    in fp16's last place there (0.0625), so a denominator narrowed to fp16 drops every later page
+    (4.7e-4 of it per page: past fp16's tolerance of 2e-3 after five full pages in one split)."""
     import torch
 
     dtype = dtype or torch.float16
@@ -79,10 +91,16 @@ def make_paged_inputs(batch: int, h_q: int, seqlens, *, dtype=None, device="cpu"
         q_offset = -NEGATIVE_PE if i % 4 == 1 else LARGE_PE
         q_pe[i] = (q_pe[i].float() / 8 + q_offset).to(dtype)
         pe_cache[pages] = (pe_cache[pages].float() / 8 + abs(q_offset)).to(dtype)
+    q_nope, kv_cache = rnd((batch, h_q, DIM_NOPE), 1), rnd((num_pages, PAGE_SIZE, 1, DIM_NOPE), 3)
+    if flat_large_last:
+        pages = block_table[-1, :pages_per_seq[-1]].long().to(device)
+        q_nope[-1], q_pe[-1], pe_cache[pages] = 0, 0, 0
+        q_pe[-1, :, 0], pe_cache[pages[0], :, :, 0] = 16, 11.5
+        kv_cache[pages] = (kv_cache[pages].float() * FLAT_LARGE_VALUE / 16 + FLAT_LARGE_VALUE).to(dtype)
     return {
-        "q_nope": rnd((batch, h_q, DIM_NOPE), 1),
+        "q_nope": q_nope,
         "q_pe": q_pe,
-        "kv_cache": rnd((num_pages, PAGE_SIZE, 1, DIM_NOPE), 3),
+        "kv_cache": kv_cache,
         "pe_cache": pe_cache,
         "block_table": block_table.to(device),
         "cache_seqlens": torch.tensor(seqlens, dtype=torch.int32).to(device),
