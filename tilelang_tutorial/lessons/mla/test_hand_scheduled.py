@@ -102,7 +102,8 @@ def test_ring_and_schedules_on_the_gpu(capsys):
         pytest.skip("the hand-written schedules need sm_90a")
     res = H.check_ring(solution.ring_program, verbose=False)
     assert res.ok and "on the GPU" in str(res), str(res)
-    inputs = mla.reference.make_paged_inputs(2, 128, [1, 740], device="cuda", seed=7)
+    inputs = mla.reference.make_paged_inputs(5, 128, [1, 1300, 63, 130, 1344], device="cuda", seed=7,
+                                             flat_large_last=True)
     for schedule in ("ws", "seesaw"):
         program = mla.op.program_for(128, "float16", split=True, softmax_scale=None, schedule=schedule, arch="sm_90a")
         assert N.check_schedule(schedule, program, inputs, num_split=3).ok

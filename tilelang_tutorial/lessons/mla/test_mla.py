@@ -130,6 +130,25 @@ def test_every_second_sequence_has_scores_far_below_zero_or_past_fp16():
             assert (spread > 0.3).all() and (spread < 3).all(), spread
 
 
+def test_the_flat_last_sequence_overflows_fp16_sums_and_leaves_the_others_as_they_were():
+    """make_paged_inputs(flat_large_last=True): the last sequence weighs its first page 1 and every
+    later token about 4.7e-4, over values near 1,500 (one page of P V passes 65,504, a later page's
+    row sum, 0.03, is below half of fp16's step at 64); the other sequences are unchanged."""
+    lens = [1, 63, 65, 130, 512]
+    plain = reference.make_paged_inputs(5, 16, lens, seed=0)
+    x = reference.make_paged_inputs(5, 16, lens, seed=0, flat_large_last=True)
+    for key in ("q_nope", "q_pe"):
+        assert torch.equal(plain[key][:4], x[key][:4])
+    kv, pe = x["kv_cache"].reshape(-1, 64, 512).float(), x["pe_cache"].reshape(-1, 64, 64).float()
+    pages = x["block_table"][4, :8].long()
+    scores = (x["q_nope"][4].float() @ kv[pages].reshape(-1, 512).T
+              + x["q_pe"][4].float() @ pe[pages].reshape(-1, 64).T) / 24     # (heads, 512), scaled
+    weights = torch.exp(scores - scores.max(dim=1, keepdim=True).values)
+    assert (weights[:, :64] == 1).all() and torch.allclose(weights[:, 64:], torch.tensor(4.68e-4), rtol=1e-2)
+    assert (weights[:, 64:128].sum(dim=1) < 0.03125).all()
+    assert (kv[pages[0]].sum(dim=0) > 65504).all() and (kv[pages] > 0).all()
+
+
 # ------------------------------------------------------------------------------------------------
 # bad input: validated before require_gpu, so checkable without a GPU
 # ------------------------------------------------------------------------------------------------
