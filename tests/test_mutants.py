@@ -277,3 +277,13 @@ def test_a_softmax_denominator_narrowed_to_fp16_fails_on_the_flat_sequence():
     assert "l_i" in narrow.context
     killed, why = mu.judge(target, narrow, frozenset())
     assert killed and "in sequence 4" in why, why
+
+
+def test_listed_roundings_are_counted_apart_and_as_survivors_in_the_strict_rate():
+    mutant = mu.Mutant(line=1, col=0, rule="narrow", old="float32", new="float16")
+    outcomes = [mu.Outcome("k", mutant, True, ""), mu.Outcome("k", mutant, False, "", "padding rows are never stored"),
+                mu.Outcome("k", mutant, False, "", mu.ROUNDING + ": `l_i` in fp16 ...")]
+    report = mu.LessonReport("lesson", outcomes)
+    assert (report.equivalent, report.roundings, report.survivors) == (2, 1, [])
+    assert report.kill_rate == 1.0 and report.strict_kill_rate == 0.5
+    assert "1 equivalent and 1 roundings within tolerance" in report.summary()

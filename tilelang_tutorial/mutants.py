@@ -502,6 +502,10 @@ def select(pairs: list, sample: int | None, seed: int) -> list:
     return [pairs[i] for i in chosen]
 
 
+#: how a listed mutant that is a rounding within tolerance, not an equivalence, starts its reason
+ROUNDING = "a rounding, not an equivalence"
+
+
 @dataclass
 class LessonReport:
     lesson: str
@@ -517,6 +521,12 @@ class LessonReport:
         return sum(1 for o in self.outcomes if not o.killed and o.equivalent)
 
     @property
+    def roundings(self) -> int:
+        """Listed mutants that change the result, but by less than the check's tolerance on every
+        input the emulator can afford (their reason starts with :data:`ROUNDING`)."""
+        return sum(1 for o in self.outcomes if not o.killed and o.equivalent.startswith(ROUNDING))
+
+    @property
     def survivors(self) -> list:
         return [o for o in self.outcomes if not o.killed and not o.equivalent]
 
@@ -525,10 +535,17 @@ class LessonReport:
         relevant = len(self.outcomes) - self.equivalent
         return self.killed / relevant if relevant else 1.0
 
+    @property
+    def strict_kill_rate(self) -> float:
+        """The kill rate with the listed roundings counted as survivors."""
+        relevant = len(self.outcomes) - self.equivalent + self.roundings
+        return self.killed / relevant if relevant else 1.0
+
     def summary(self) -> str:
-        return (f"{self.lesson}: {len(self.outcomes)} mutants, {self.killed} killed, {self.equivalent} equivalent "
-                f"(reviewed), {len(self.survivors)} survived; kill rate {self.kill_rate:.0%} of the non-equivalent "
-                f"({self.seconds:.0f} s)")
+        return (f"{self.lesson}: {len(self.outcomes)} mutants, {self.killed} killed, "
+                f"{self.equivalent - self.roundings} equivalent and {self.roundings} roundings within tolerance "
+                f"(reviewed), {len(self.survivors)} survived; kill rate {self.kill_rate:.0%} of the non-equivalent, "
+                f"{self.strict_kill_rate:.0%} with the roundings counted as survivors ({self.seconds:.0f} s)")
 
 
 def run_lesson(lesson: str, targets: list[Target], equivalent: dict, *, sample: int | None = None, seed: int = 0,

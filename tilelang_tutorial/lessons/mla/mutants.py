@@ -33,7 +33,7 @@ import tilelang.language as T
 import torch
 
 from ... import checks, runtime
-from ...mutants import Target, exercise_target, verdict
+from ...mutants import ROUNDING, Target, exercise_target, verdict
 from . import auto, common, hand_scheduled_notebook, mqa, reference, seesaw, steps, ws
 from .common import DIM_NOPE, DIM_PE
 from .exercises import check_combine_kernel
@@ -212,7 +212,7 @@ _SHARES = ("each warpgroup's share of the denominator covers every second page, 
 
 def _rounding(name: str, tolerance: str = "2e-3", note: str = "") -> str:
     """The reason of an fp16 rounding that no affordable input tells apart from the fp32 kernel."""
-    return (f"a rounding, not an equivalence: `{name}` in fp16 is off by at most 2^-11 = 4.9e-4 relative a step, "
+    return (f"{ROUNDING}: `{name}` in fp16 is off by at most 2^-11 = 4.9e-4 relative a step, "
             f"within the tolerance of {tolerance} on every input the checks run" + (f" ({note})" if note else ""))
 
 
