@@ -205,8 +205,8 @@ def table_rmsnorm_host() -> list[str]:
         h = r["host_cost"]
         return [num(h["op_us"]), num(h["bare_us"]), num(h["excess_us"]), num(h.get("op_allocating_us")),
                 num(h.get("eager_us"))]
-    return pivot("rmsnorm_host", {"shape.C": [160, 8192]}, ["M", "C"],
-                 lambda r: [r["shape"]["M"], r["shape"]["C"]],
+    return pivot("rmsnorm_host", {"shape.C": [96, 160, 8192]}, ["M", "C", "path"],
+                 lambda r: [r["shape"]["M"], r["shape"]["C"], r["config"]["path"]],
                  ["op µs", "bare µs", "excess µs", "allocating µs", "eager torch µs"], value)
 
 
