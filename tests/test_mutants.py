@@ -287,3 +287,47 @@ def test_listed_roundings_are_counted_apart_and_as_survivors_in_the_strict_rate(
     assert (report.equivalent, report.roundings, report.survivors) == (2, 1, [])
     assert report.kill_rate == 1.0 and report.strict_kill_rate == 0.5
     assert "1 equivalent and 1 roundings within tolerance" in report.summary()
+
+
+def tma_handoff_program(wait_for_the_tile: bool, n=64):
+    """A producer TMA-loads a tile (barrier ``tile_full``) and then a second one (``next_full``);
+    the consumer reads the first tile after waiting ``next_full`` only, or both barriers."""
+    @T.prim_func
+    def tma_handoff(X: T.Tensor((2, n), "float16"), Y: T.Tensor((n,), "float16")):
+        with T.Kernel(1, threads=256) as bx:
+            tile = T.alloc_shared((n,), "float16")
+            next_tile = T.alloc_shared((n,), "float16")
+            tile_full = T.alloc_barrier(128)
+            next_full = T.alloc_barrier(128)
+            tx = T.get_thread_binding()
+            if tx < 128:
+                if wait_for_the_tile:
+                    T.barrier_wait(tile_full, 0)
+                T.barrier_wait(next_full, 0)
+                T.copy(tile, Y)
+            else:
+                T.tma_copy(X[0, 0:n], tile, barrier=tile_full)
+                T.barrier_arrive(tile_full)
+                T.tma_copy(X[1, 0:n], next_tile, barrier=next_full)
+                T.barrier_arrive(next_full)
+
+    return tma_handoff
+
+
+def test_a_tma_load_is_seen_only_through_a_wait_on_its_own_barrier():
+    """A TMA load lands when its barrier's phase completes: the producer's later arrival on another
+    barrier does not order it (the emulator completes the copy at once, the race check does not),
+    so a dropped wait on the load's barrier is a race even where the numbers come out right."""
+    x = torch.randn(2, 64).half()
+    for wait_for_the_tile in (True, False):
+        y = torch.zeros(64).half()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", emulate.EmulatorWarning)
+            emulate.run(tma_handoff_program(wait_for_the_tile), x, y)
+        assert torch.equal(y, x[0])
+        races = [f for f in emulate.last_findings() if f.kind == "race"]
+        if wait_for_the_tile:
+            assert races == []
+        else:
+            assert len(races) == 1 and races[0].buffer == "tile", races
+            assert "T.tma_copy (landing on mbarrier tile_full)" in races[0].message, races[0].message

@@ -383,6 +383,7 @@ class RoleTracker:
         self.records: dict = {}           # buffer name -> list of records
         self.mbar: dict = {}              # (id(barrier), phase) -> published clock
         self.named: dict = {}             # (barrier id, generation) -> joined clock
+        self.async_roles: dict = {}       # (issuing role, barrier id) -> _AsyncCopy
 
     def _key(self, role):
         return id(role)
@@ -415,6 +416,25 @@ class RoleTracker:
         pub = self.mbar.setdefault(key, {})
         self._join(pub, self.clock_of(role))
         self.tick(role)
+
+    def async_write(self, role, bar, ref, box, where: int) -> None:
+        """An asynchronous copy (``T.tma_copy(..., barrier=bar)``) issued by ``role`` writes ``box``
+        of ``ref``. The copy starts after the role's earlier accesses, but it lands when ``bar``'s
+        current phase completes: another role sees it only through a wait on that phase (or one
+        ordered after such a wait), not through the issuing role's later arrivals on other
+        barriers. Its write is recorded under a role of its own per (issuer, barrier), whose
+        clock is published into that phase."""
+        if role is None or getattr(role, "parent", None) is None:
+            return                       # the whole block outside warp-specialised branches
+        key = (self._key(role), id(bar))
+        copier = self.async_roles.get(key)
+        if copier is None:
+            copier = self.async_roles[key] = _AsyncCopy(role, bar)
+        clock = self.clock_of(copier)
+        self._join(clock, self.clock_of(role))
+        self.tick(copier)
+        self.access(copier, ref, box, True, where)
+        self._join(self.mbar.setdefault((id(bar), bar.phase), {}), clock)
 
     def waited(self, role, bar, parity) -> None:
         """``role`` passed a wait for the last completed phase of parity ``parity``."""
@@ -476,6 +496,17 @@ class RoleTracker:
         recs.append((k, c.get(k, 0), box, write, where))
         if len(recs) > self.MAX_RECORDS:
             del recs[: len(recs) - self.MAX_RECORDS]
+
+
+class _AsyncCopy:
+    """The asynchronous copies one role issues against one mbarrier, as a role of the tracker."""
+
+    def __init__(self, parent, bar):
+        self.parent, self.bar = parent, bar
+
+    def label(self) -> str:
+        issuer = self.parent.label() if hasattr(self.parent, "label") else str(self.parent)
+        return f"{issuer}'s T.tma_copy (landing on mbarrier {self.bar.name})"
 
 
 def _overlap(a, b) -> bool:

@@ -1515,8 +1515,9 @@ class CodeGen:
         op = E.decode_tile_op(call)
         short_name = "T." + name.rsplit(".", 1)[-1]
         if isinstance(op, E.CopyOp):
+            bar = f", bar={self._barrier_ptr_ref(op.barrier, short_name + ' barrier')}" if op.barrier is not None else ""
             self.emit(f"_rt.copy(_x, {self._region_args(op.src, short_name)}, {self._region_args(op.dst, short_name)}, "
-                      f"{short_name!r})")
+                      f"{short_name!r}{bar})")
         elif isinstance(op, E.FillOp):
             bi = self.buf(op.dst.buffer)
             val = self.expr(op.value)

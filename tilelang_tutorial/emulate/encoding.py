@@ -237,7 +237,7 @@ class CopyOp:
     name: str
     src: Region
     dst: Region
-    barrier: object = None          # tma_copy: the mbarrier BufferLoad (no effect: copies complete at once)
+    barrier: object = None          # tma_copy: the mbarrier BufferLoad (its phase orders the write: role-race check)
 
 
 @dataclass

@@ -733,7 +733,9 @@ def _squeeze(shape):
     return tuple(s for s in shape if s != 1)
 
 
-def copy(x: Exec, sref, sarr, smins, sexts, dref, darr, dmins, dexts, op="T.copy") -> None:
+def copy(x: Exec, sref, sarr, smins, sexts, dref, darr, dmins, dexts, op="T.copy", bar=None) -> None:
+    """``bar``: the mbarrier of a ``T.tma_copy``. The copy completes at once here; the role-race
+    check orders its write only before the waits on that barrier's phase, as on the GPU."""
     swin, sin, sext, spart = _region(sref, sarr, smins, sexts, op, "source", True)
     dwin, din, dext, dpart = _region(dref, darr, dmins, dexts, op, "destination", True)
     if _squeeze(sext) != _squeeze(dext):
@@ -741,7 +743,11 @@ def copy(x: Exec, sref, sarr, smins, sexts, dref, darr, dmins, dexts, op="T.copy
                              f"{dref.name} {dext} have different shapes")
     if x.chk is not None:
         _rd(x, sref, sarr, swin, op, (dext, din) if dpart and not spart else None)
-        _wr(x, dref, dwin)
+        if bar is not None and x.chk.roles is not None and dref.scope in _SHARED and x.sched is not None:
+            box = tuple((int(s.start or 0), int(s.stop)) for s in dwin)
+            x.chk.roles.async_write(x.sched.current, bar, dref, box, x.chk.gen_line(3))
+        else:
+            _wr(x, dref, dwin)
     if spart:
         tile = np.full(sext, sref.safe_value(), dtype=sarr.dtype)
         tile[sin] = sarr[swin]
