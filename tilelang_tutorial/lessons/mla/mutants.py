@@ -220,12 +220,21 @@ def _rounding(name: str, tolerance: str = "2e-3", note: str = "") -> str:
 EQUIVALENT = {
     "combine_macro: constant L28: 0 -> 1":
         "the first chunk rescales the running total by 2^(-inf - max) = 0 before adding to it: the start value is wiped",
+    "combine_macro: constant L30: 0 -> 1":
+        "the first chunk rescales the running output by 2^(-inf - max) = 0 before adding to it: the start value is wiped",
+    "mla_contiguous_program: constant L48: 0 -> 1":
+        "the first page rescales acc_o by alpha = 2^((-inf - m) * scale) = 0 before P V adds to it: the start value is wiped",
     "mla_paged_program: constant L50: 0 -> 1":
         "the first page rescales acc_o by alpha = 2^((-inf - m) * scale) = 0 before P V adds to it: the start value is wiped",
     "mla_decode_program: constant L103: 0 -> 1":
         "an empty split's partial output is weighed by 2^(-inf - lse_max) = 0 in the combine: its value never counts",
+    "mla_decode_seesaw_program: constant L148: 2 -> 3":
+        "a third `p_full` barrier that nothing arrives at or waits on: the two used are the same",
     "mla_decode_seesaw_program: constant L149: 2 -> 3":
         "a third `stats` barrier that nothing arrives at or waits on: the two used are the same",
+    "mla_decode_seesaw_program: constant L106: 0 -> 1":
+        "warpgroup 1 stores lse in place of warpgroup 0, the same value bit for bit: both end with the same running "
+        "max (each adopts the other's through M_shared) and the same l_i0 + l_i1 (fp32 addition commutes)",
     "mla_decode_program: constant L61: 0 -> 1":
         "the first page rescales acc_o by alpha = 2^((-inf - m) * scale) = 0 before P V adds to it: the start value is wiped",
     "mla_decode_program: constant L62: 0 -> 1":
