@@ -249,6 +249,15 @@ EQUIVALENT = {
         "an empty split's partial output is weighed by 2^(-inf - lse_max) = 0 in the combine: its value never counts",
     "hand_scheduled_parts: mask L17: tok0 + BLOCK_N > seqlen -> tok0 + BLOCK_N >= seqlen":
         "also masks a last block that ends exactly at seqlen, where every token is before the end: the mask keeps them all",
+    "mqa_decode_program: constant L34: 0 -> 1":
+        "the first block rescales l_i by alpha = 2^((-inf - m) * scale) = 0 before adding its row sum: the start "
+        "value is wiped",
+    "mla_decode_ws_program: constant L83: 0 -> 1":
+        "the first page's alpha is 0 in every row, so the warp vote rescales acc_o_l by 0 before P V adds to it: "
+        "the start value is wiped",
+    "mla_decode_ws_program: constant L85: 0 -> 1":
+        "the first page rescales l_i by alpha = 0 before adding its row sum (an empty split runs one page too): "
+        "the start value is wiped",
     "mqa_decode_program: narrow L27: accum -> dtype":
         "alpha rounded to fp16 multiplies acc_o and l_i alike, so their ratio, the output, is unchanged",
     "mla_paged_program: narrow L35: accum -> dtype":
