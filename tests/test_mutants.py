@@ -286,7 +286,10 @@ def test_listed_roundings_are_counted_apart_and_as_survivors_in_the_strict_rate(
     report = mu.LessonReport("lesson", outcomes)
     assert (report.equivalent, report.roundings, report.survivors) == (2, 1, [])
     assert report.kill_rate == 1.0 and report.strict_kill_rate == 0.5
-    assert "1 equivalent and 1 roundings within tolerance" in report.summary()
+    assert "1 equivalent, 1 roundings within tolerance and 0 emulator limits" in report.summary()
+    limit = mu.Outcome("k", mutant, False, "", mu.EMULATOR_LIMIT + ": the async proxy is not modelled")
+    report = mu.LessonReport("lesson", outcomes + [limit])
+    assert (report.emulator_limits, report.kill_rate) == (1, 1.0) and report.strict_kill_rate == pytest.approx(1 / 3)
 
 
 def tma_handoff_program(wait_for_the_tile: bool, n=64):

@@ -504,6 +504,8 @@ def select(pairs: list, sample: int | None, seed: int) -> list:
 
 #: how a listed mutant that is a rounding within tolerance, not an equivalence, starts its reason
 ROUNDING = "a rounding, not an equivalence"
+#: how a listed mutant that is wrong on a GPU in a way the emulator does not model starts its reason
+EMULATOR_LIMIT = "an emulator limit, not an equivalence"
 
 
 @dataclass
@@ -527,6 +529,12 @@ class LessonReport:
         return sum(1 for o in self.outcomes if not o.killed and o.equivalent.startswith(ROUNDING))
 
     @property
+    def emulator_limits(self) -> int:
+        """Listed mutants that are wrong on a GPU, through something the emulator does not model
+        (their reason starts with :data:`EMULATOR_LIMIT`)."""
+        return sum(1 for o in self.outcomes if not o.killed and o.equivalent.startswith(EMULATOR_LIMIT))
+
+    @property
     def survivors(self) -> list:
         return [o for o in self.outcomes if not o.killed and not o.equivalent]
 
@@ -537,15 +545,17 @@ class LessonReport:
 
     @property
     def strict_kill_rate(self) -> float:
-        """The kill rate with the listed roundings counted as survivors."""
-        relevant = len(self.outcomes) - self.equivalent + self.roundings
+        """The kill rate with the listed roundings and emulator limits counted as survivors."""
+        relevant = len(self.outcomes) - self.equivalent + self.roundings + self.emulator_limits
         return self.killed / relevant if relevant else 1.0
 
     def summary(self) -> str:
-        return (f"{self.lesson}: {len(self.outcomes)} mutants, {self.killed} killed, "
-                f"{self.equivalent - self.roundings} equivalent and {self.roundings} roundings within tolerance "
-                f"(reviewed), {len(self.survivors)} survived; kill rate {self.kill_rate:.0%} of the non-equivalent, "
-                f"{self.strict_kill_rate:.0%} with the roundings counted as survivors ({self.seconds:.0f} s)")
+        equivalent = self.equivalent - self.roundings - self.emulator_limits
+        return (f"{self.lesson}: {len(self.outcomes)} mutants, {self.killed} killed, {equivalent} equivalent, "
+                f"{self.roundings} roundings within tolerance and {self.emulator_limits} emulator limits (reviewed), "
+                f"{len(self.survivors)} survived; kill rate {self.kill_rate:.0%} of the non-equivalent, "
+                f"{self.strict_kill_rate:.0%} with the roundings and emulator limits counted as survivors "
+                f"({self.seconds:.0f} s)")
 
 
 def run_lesson(lesson: str, targets: list[Target], equivalent: dict, *, sample: int | None = None, seed: int = 0,

@@ -33,7 +33,7 @@ import tilelang.language as T
 import torch
 
 from ... import checks, runtime
-from ...mutants import ROUNDING, Target, exercise_target, verdict
+from ...mutants import EMULATOR_LIMIT, ROUNDING, Target, exercise_target, verdict
 from . import auto, common, hand_scheduled_notebook, mqa, reference, seesaw, steps, ws
 from .common import DIM_NOPE, DIM_PE
 from .exercises import check_combine_kernel
@@ -264,8 +264,12 @@ EQUIVALENT = {
         "alpha rounded to fp16 multiplies acc_o and l_i alike, so their ratio, the output, is unchanged",
     "mla_decode_seesaw_program: narrow L137: accum -> dtype":
         "warpgroup 1's lse_r1 is computed and never stored: only warpgroup 0 writes lse (store_half's writes_lse)",
+    "hand_scheduled_parts: drop L76: T.fence_proxy_async() -> pass":
+        EMULATOR_LIMIT + ": the emulator does not model the async proxy, so Q's stores are visible to "
+        "the wgmma that reads them without the fence (on a GPU they may not be: TileLang's own fence "
+        "comes after q_full's arrive)",
     "mla_decode_ws_program: drop L36: T.fence_proxy_async() -> pass":
-        "an emulator limit, not an equivalence: the emulator does not model the async proxy, so P's "
+        EMULATOR_LIMIT + ": the emulator does not model the async proxy, so P's "
         "generic-proxy stores are always visible to the value warpgroup's wgmma there (on a GPU they may not be)",
     "04b ring repair: mask L16: tx < 128 -> tx <= 128":
         "thread 128 joins the left consumer, idle above 64 threads; the right consumer's T.Parallel is "
