@@ -245,6 +245,45 @@ EQUIVALENT = {
         "a third `empty_l` barrier that nothing arrives at or waits on: the two used are the same",
     "hand_scheduled_parts: constant L35: 0 -> 1":
         "the warp vote then always rescales: O *= alpha with alpha = 1 where it would have skipped leaves O as it was",
+    "hand_scheduled_parts: constant L37: 1 -> 2":
+        "alpha = 2^((m_prev - m) * scale) is at most 1, never 2, so the warp vote always rescales: O *= alpha with "
+        "alpha = 1 where it would have skipped leaves O as it was",
+    "hand_scheduled_parts: constant L38: 1 -> 2":
+        "the flag only feeds T.any_sync, which tells zero from nonzero: 2 votes as 1 does",
+    "mqa_decode_program: constant L33: 0 -> 1":
+        "the first block rescales acc_o by alpha = 2^((-inf - m) * scale) = 0 before P V adds to it: the start "
+        "value is wiped",
+    "mla_contiguous_program: constant L49: 0 -> 1":
+        "the first page rescales l_i by alpha = 0 before adding its row sum: the start value is wiped",
+    "mla_paged_program: constant L51: 0 -> 1":
+        "the first page rescales l_i by alpha = 0 before adding its row sum: the start value is wiped",
+    "combine_macro: constant L19: 4 -> 5":
+        "a longer `part` whose extra chunk entries nothing reads or writes: the chunk's 4 columns a split fill "
+        "part[u * 4 + c] < chunk * 4",
+    "mla_decode_ws_program: constant L107: 0 -> 1":
+        "the first page's alpha is 0 in every row, so the value warpgroup's warp vote rescales acc_o_r by 0 before "
+        "P V adds to it: the start value is wiped",
+    "mla_decode_ws_program: mask L32: k > 0 -> k >= 0":
+        "at k = 0 the score warpgroup also waits on p_empty with parity (k - 1) % 2 = 1, which a fresh barrier "
+        "passes at once (the producer's first-pass idiom; the CUDA waits on parity (k + 1) & 1)",
+    "mla_decode_seesaw_program: constant L47: 0 -> 1":
+        "each warpgroup's first rescale of acc_o (its own first block's, or adopting block 0's max) has alpha = "
+        "2^(-inf - m) = 0 before P V adds to it: the start value is wiped",
+    "mla_decode_seesaw_program: constant L49: 0 -> 1":
+        "each warpgroup's first rescale of l_i (its own first block's, or adopting block 0's max) has alpha = "
+        "2^(-inf - m) = 0 before a row sum adds to it: the start value is wiped",
+    "mla_decode_seesaw_program: constant L145: 2 -> 3":
+        "a third `full_r` barrier that is initialised and nothing arrives at or waits on (read in the generated "
+        "CUDA): the two used are the same",
+    "mla_decode_seesaw_program: constant L147: 2 -> 3":
+        "a third `empty_r` barrier that is initialised and nothing arrives at or waits on (read in the generated "
+        "CUDA): the two used are the same",
+    "mla_decode_seesaw_program: drop L87: T.barrier_arrive(empty_r[0]) -> pass":
+        "this branch runs only on the last pair of an odd number of blocks: the stage it releases is one the "
+        "producer never waits for again",
+    "mla_decode_seesaw_program: drop L38: T.fence_proxy_async() -> pass":
+        EMULATOR_LIMIT + ": the emulator does not model the async proxy, so P's generic-proxy stores into K_pe_s "
+        "are always visible to the wgmma that reads them there (on a GPU they may not be)",
     "hand_scheduled_parts: constant L54: 0 -> 1":
         "an empty split's partial output is weighed by 2^(-inf - lse_max) = 0 in the combine: its value never counts",
     "hand_scheduled_parts: mask L17: tok0 + BLOCK_N > seqlen -> tok0 + BLOCK_N >= seqlen":
