@@ -553,8 +553,8 @@ class LessonReport:
         equivalent = self.equivalent - self.roundings - self.emulator_limits
         return (f"{self.lesson}: {len(self.outcomes)} mutants, {self.killed} killed, {equivalent} equivalent, "
                 f"{self.roundings} roundings within tolerance and {self.emulator_limits} emulator limits (reviewed), "
-                f"{len(self.survivors)} survived; kill rate {self.kill_rate:.0%} of the non-equivalent, "
-                f"{self.strict_kill_rate:.0%} with the roundings and emulator limits counted as survivors "
+                f"{len(self.survivors)} survived; kill rate {self.kill_rate:.1%} of the non-equivalent, "
+                f"{self.strict_kill_rate:.1%} with the roundings and emulator limits counted as survivors "
                 f"({self.seconds:.0f} s)")
 
 
