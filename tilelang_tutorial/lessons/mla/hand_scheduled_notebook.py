@@ -16,8 +16,9 @@ from .common import DIM_NOPE, DIM_PE
 def check_schedule(name: str, program, inputs: dict, *, num_split: int):
     """Run ``program`` (a schedule's ``T.prim_func``, built with ``split=num_split > 1``) on
     ``inputs`` (:func:`.reference.make_paged_inputs`) and print its comparison with the fp32
-    reference, each sequence judged on its own (the line names the worst): always in the emulator first (a wrong barrier parity is reported there instead of
-    hanging a GPU), then compiled on the GPU when this machine can run it.
+    reference, each sequence judged on its own (the line names the worst): always in the emulator
+    first (a wrong barrier parity is reported there instead of hanging a GPU), then compiled on the
+    GPU when this machine can run it.
     Returns the last :class:`checks.Comparison`, or None when the emulator stopped."""
     import torch
 
