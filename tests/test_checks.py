@@ -36,6 +36,24 @@ def test_a_right_answer_passes_and_mentions_no_nan():
     assert cmp.ok and cmp.nan == 0 and "NaN written" not in str(cmp)
 
 
+def test_compare_lse_holds_a_log_sum_exp_to_fp32_and_rejects_an_fp16_denominator():
+    ref = torch.tensor([[3.2, -1000.5, 9000.25, -float("inf")]], dtype=torch.float64)
+    out = checks.poisoned((1, 4), torch.float32, "cpu")
+    out.copy_(ref.float())                                    # fp32's own rounding of the reference
+    cmp = checks.compare_lse(out, ref)
+    assert cmp.ok and cmp.worst < 0.5, str(cmp)
+    off = out.clone()
+    off[0, 0] += 2.0 ** -11 / 0.6931                          # a sum off by 2^-11 relative: 7e-4 in log2 units
+    assert not checks.compare_lse(off, ref).ok
+    empty = out.clone()
+    empty[0, 3] = 0.0                                         # an empty split that wrote a finite lse
+    assert checks.compare_lse(empty, ref).infinite == 1 and not checks.compare_lse(empty, ref).ok
+    unwritten = checks.poisoned((1, 4), torch.float32, "cpu")
+    unwritten[0, :3] = ref[0, :3].float()
+    cmp = checks.compare_lse(unwritten, ref)
+    assert (cmp.unwritten, cmp.infinite, cmp.ok) == (1, 0, False), str(cmp)
+
+
 # -- inputs that expose the classic bugs -------------------------------------------------------
 
 def test_ragged_shapes_leave_a_partial_tile_for_every_block_and_keep_16_byte_rows():

@@ -122,6 +122,45 @@ def compare(out, ref, *, tolerance: float, per: str = "") -> Comparison:
     )
 
 
+#: A log-sum-exp kept in fp32 is right to fp32's rounding of the scores it sums, a few 1e-7 of
+#: their size: ``LSE_RTOL`` leaves a GPU's other summation order room. A denominator summed in fp16
+#: is off by up to 2^-11 relative a step, about 7e-4 in log2 units: far outside.
+LSE_ATOL, LSE_RTOL = 2e-5, 2e-6
+
+
+@dataclass
+class LseComparison:
+    """Log-sum-exps (fp32, log2 units, ``-inf`` for an empty split) against an fp64 reference,
+    element by element: ``|lse - ref| <= LSE_ATOL + LSE_RTOL * |ref|``."""
+    worst: float         # the largest |lse - ref| / (LSE_ATOL + LSE_RTOL |ref|): at most 1 passes
+    infinite: int        # elements -inf (or NaN) where the reference is finite, or finite where it is -inf
+    unwritten: int       # elements still holding the poison
+
+    @property
+    def ok(self) -> bool:
+        return self.unwritten == 0 and self.infinite == 0 and self.worst <= 1.0
+
+    def __str__(self) -> str:
+        verdict = "OK" if self.ok else "FAIL"
+        return (f"{verdict}: |lse-ref| <= {LSE_ATOL:.0e} + {LSE_RTOL:.0e}|ref| (the worst at {self.worst:.2f} of "
+                f"it), -inf where the reference is not = {self.infinite}, unwritten elements = {self.unwritten}")
+
+
+def compare_lse(lse, ref) -> LseComparison:
+    """Compare log-sum-exps element by element (see :class:`LseComparison`). Not relative error:
+    a relative error of the sum (the softmax denominator) is an absolute error of its log."""
+    import torch
+
+    lse64, ref64 = lse.detach().to(torch.float64), ref.detach().to(torch.float64).to(lse.device)
+    unwritten_mask = poison_mask(lse.detach())
+    finite, expected_finite = torch.isfinite(lse64), torch.isfinite(ref64)
+    infinite = int(((finite != expected_finite) & ~unwritten_mask).sum().item())
+    both = finite & expected_finite
+    excess = (lse64 - ref64).abs()[both] / (LSE_ATOL + LSE_RTOL * ref64.abs()[both])
+    return LseComparison(worst=excess.max().item() if excess.numel() else 0.0, infinite=infinite,
+                         unwritten=int(unwritten_mask.sum().item()))
+
+
 def assert_close(out, ref, *, tolerance: float, what: str = "output") -> Comparison:
     cmp = compare(out, ref, tolerance=tolerance)
     if not cmp.ok:

@@ -277,6 +277,19 @@ def force_emulation(on: bool | None = True) -> None:
     _force_emulation = on
 
 
+@contextlib.contextmanager
+def emulated():
+    """Run kernels in the emulator inside the ``with`` block, GPU or not (:func:`force_emulation`
+    for the block), then go back to the choice made before it."""
+    global _force_emulation
+    previous = _force_emulation
+    force_emulation(True)
+    try:
+        yield
+    finally:
+        _force_emulation = previous
+
+
 def _emulation_forced() -> bool:
     if _force_emulation is not None:
         return _force_emulation

@@ -26,7 +26,8 @@ Public API
     off): ``uninit`` (the first read of a never-written on-chip element: buffer, element, line),
     ``races`` (lanes of one step writing one element with different values; a statement reading
     what another thread writes in the same step; warp-specialised roles touching one shared region
-    without mbarrier / barrier ordering: both roles, both lines), ``limits`` (threads and shared
+    without mbarrier / barrier ordering: both roles, both lines; a ``T.tma_copy`` whose barrier
+    phase nothing waits for before the block ends, still in flight on a GPU), ``limits`` (threads and shared
     memory per block of ``arch``, registers when given; :class:`LimitExceeded` before running).
     Findings are one-line warnings kept in :func:`last_findings`; ``strict=True`` raises the first.
 

@@ -384,6 +384,7 @@ class RoleTracker:
         self.mbar: dict = {}              # (id(barrier), phase) -> published clock
         self.named: dict = {}             # (barrier id, generation) -> joined clock
         self.async_roles: dict = {}       # (issuing role, barrier id) -> _AsyncCopy
+        self.in_flight: dict = {}         # (barrier id, phase) -> the first copy landing on it, until a wait
 
     def _key(self, role):
         return id(role)
@@ -435,6 +436,7 @@ class RoleTracker:
         self.tick(copier)
         self.access(copier, ref, box, True, where)
         self._join(self.mbar.setdefault((id(bar), bar.phase), {}), clock)
+        self.in_flight.setdefault((id(bar), bar.phase), (copier, ref, box, where))
 
     def waited(self, role, bar, parity) -> None:
         """``role`` passed a wait for the last completed phase of parity ``parity``."""
@@ -443,9 +445,22 @@ class RoleTracker:
             ph -= 1
         if ph < 0:
             return
+        for key in [k for k in self.in_flight if k[0] == id(bar) and k[1] <= ph]:
+            del self.in_flight[key]     # a phase completes after every earlier one: their copies landed
         pub = self.mbar.get((id(bar), ph))
         if pub:
             self._join(self.clock_of(role), pub)
+
+    def block_ended(self) -> None:
+        """The block ran to its end: a copy whose barrier phase nothing waited for may still be in
+        flight on a GPU, writing shared memory the next block on that SM is given."""
+        for (_, phase), (copier, ref, box, where) in self.in_flight.items():
+            where = self.checker.line_text(where)
+            msg = (f"race: {copier.label()} into {ref.label()} at {where}: nothing waits for that phase ({phase}), "
+                   f"so the block can end with the copy still in flight [kernel {self.checker.kernel}, block "
+                   f"{tuple(int(v) for v in self.checker.x.block)}]")
+            self.checker.report("race", ("in flight", ref.name, where), ref.name, tuple(b[0] for b in box), msg,
+                                [where], [copier.label()])
 
     def sync_join(self, roles) -> None:
         """Every role in ``roles`` passed one named barrier generation together."""

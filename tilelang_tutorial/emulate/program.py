@@ -452,6 +452,8 @@ class EmulatedKernel:
         x.sched = sched
         try:
             sched.run(gen, tids, f"block {x.block}")
+            if tracker is not None:
+                tracker.block_ended()
         finally:
             self._sched = None
             x.sched = None

@@ -8,6 +8,7 @@ notebook is the one checked and read here.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ... import checks, emulate, runtime
 from .common import DIM_NOPE, DIM_PE
@@ -16,10 +17,11 @@ from .common import DIM_NOPE, DIM_PE
 def check_schedule(name: str, program, inputs: dict, *, num_split: int):
     """Run ``program`` (a schedule's ``T.prim_func``, built with ``split=num_split > 1``) on
     ``inputs`` (:func:`.reference.make_paged_inputs`) and print its comparison with the fp32
-    reference, each sequence judged on its own (the line names the worst): always in the emulator
-    first (a wrong barrier parity is reported there instead of hanging a GPU), then compiled on the
-    GPU when this machine can run it.
-    Returns the last :class:`checks.Comparison`, or None when the emulator stopped."""
+    reference, each sequence judged on its own (the line names the worst), and with splits each
+    split's log-sum-exp against :func:`.reference.split_lse_reference`, element by element: always
+    in the emulator first (a wrong barrier parity is reported there instead of hanging a GPU), then
+    compiled on the GPU when this machine can run it.
+    Returns the last :class:`ScheduleCheck`, or None when the emulator stopped."""
     import torch
 
     from . import reference
@@ -46,13 +48,29 @@ def check_schedule(name: str, program, inputs: dict, *, num_split: int):
         except emulate.EmulationError as err:
             print(f"{name}, {place}: FAIL, the emulator stopped ({type(err).__name__}):\n{err}")
             return None
-        result = checks.compare(out, reference.mla_decode_reference(**x), tolerance=checks.TOLERANCE["float16"],
-                                per="sequence")
+        result = ScheduleCheck(
+            checks.compare(out, reference.mla_decode_reference(**x), tolerance=checks.TOLERANCE["float16"],
+                           per="sequence"),
+            checks.compare_lse(lse, reference.split_lse_reference(**x, num_split=num_split)) if num_split > 1 else None)
         lengths = ", ".join(str(n) for n in x["cache_seqlens"].tolist())
         print(f"{name}, {place}, sequences of {lengths} tokens, {heads} heads, num_split={num_split}: {result}")
         if not result.ok:
             return result
     return result
+
+
+@dataclass
+class ScheduleCheck:
+    """:func:`check_schedule`'s verdict: the output's comparison and, with splits, the lse's."""
+    output: checks.Comparison
+    lse: checks.LseComparison | None
+
+    @property
+    def ok(self) -> bool:
+        return self.output.ok and (self.lse is None or self.lse.ok)
+
+    def __str__(self) -> str:
+        return f"output {self.output}" + (f"; each split's lse {self.lse}" if self.lse else "")
 
 
 def generated_code_facts(kernel) -> str:

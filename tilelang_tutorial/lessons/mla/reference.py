@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from .common import DIM_NOPE, DIM_PE, PAGE_SIZE, default_softmax_scale
+from .common import DIM_NOPE, DIM_PE, LOG2E, PAGE_SIZE, default_softmax_scale
 
 
 def mla_decode_reference(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens,
@@ -30,6 +30,34 @@ def mla_decode_reference(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_se
         s = (q_nope[i].to(dtype) @ c.T + q_pe[i].to(dtype) @ k_pe.T) * scale   # (h_q, n)
         out[i] = torch.softmax(s, dim=-1) @ c
     return out
+
+
+def split_lse_reference(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, *, num_split: int,
+                        softmax_scale: float | None = None):
+    """Each split's log-sum-exp of the scores, as the split kernels write ``lse (b, h_q, num_split)``:
+    in fp64, in log2 units (``log2 sum_j 2^(s_j * scale * log2 e)``), ``-inf`` for an empty split.
+    A split's share is the one of :func:`.common.split_range_macro`: whole pages, ``ceil(pages /
+    num_split)`` to a split."""
+    import torch
+
+    scale = (softmax_scale if softmax_scale is not None else default_softmax_scale()) * LOG2E
+    b, h_q, dv = q_nope.shape
+    page = kv_cache.shape[1]
+    kv = kv_cache.reshape(kv_cache.shape[0], page, -1)
+    pe = pe_cache.reshape(pe_cache.shape[0], page, -1)
+    lse = torch.full((b, h_q, num_split), -math.inf, dtype=torch.float64, device=q_nope.device)
+    for i, n in enumerate(int(x) for x in cache_seqlens.tolist()):
+        n_pages = math.ceil(n / page)
+        pages = block_table[i, :n_pages].long()
+        c = kv[pages].reshape(-1, dv)[:n].double()
+        k_pe = pe[pages].reshape(-1, pe.shape[-1])[:n].double()
+        s = (q_nope[i].double() @ c.T + q_pe[i].double() @ k_pe.T) * scale     # (h_q, n), log2 units
+        per_split = math.ceil(n_pages / num_split)
+        for sp in range(num_split):
+            if sp * per_split < n_pages:
+                share = s[:, sp * per_split * page:(sp + 1) * per_split * page]
+                lse[i, :, sp] = torch.logsumexp(share * math.log(2), dim=-1) / math.log(2)
+    return lse
 
 
 #: the rotary offsets of :func:`make_paged_inputs`' sequences 1, 5, 9, ... (scores far below zero)

@@ -596,3 +596,14 @@ def test_flashmla_peer_matches_the_reference_on_a_ragged_batch(dtype):
     peer = flashmla_peer.FlashMLADecode(**x)
     checks.assert_close(peer.run(), reference.mla_decode_reference(**x), tolerance=checks.TOLERANCE[str(dtype)[6:]],
                         what="FlashMLA's kernel through flashmla_peer")
+
+
+def test_split_lse_reference_adds_up_to_the_whole_sequence_and_marks_empty_splits():
+    """The splits' log-sum-exps, combined, are the whole sequence's; a 1-token sequence's later
+    splits are empty (-inf)."""
+    x = reference.make_paged_inputs(2, 16, [1, 300], device="cpu", seed=5)
+    whole = reference.split_lse_reference(**x, num_split=1)
+    parts = reference.split_lse_reference(**x, num_split=3)
+    assert torch.isinf(parts[0, :, 1:]).all() and torch.isfinite(parts[1]).all()
+    combined = torch.logsumexp(parts * math.log(2), dim=-1) / math.log(2)
+    torch.testing.assert_close(combined, whole[..., 0], rtol=1e-12, atol=1e-9)

@@ -3,6 +3,7 @@ bad input still refused (in the emulator here; on a GPU the same code runs)."""
 import pytest
 import torch
 
+from ... import runtime
 from . import op, reference
 
 # checks of numbers and of validation: without a GPU the emulator runs the program, no nvcc needed
@@ -10,7 +11,7 @@ pytestmark = pytest.mark.usefixtures("without_nvcc")
 
 
 def _inputs():
-    return reference.make_paged_inputs(2, 16, [65, 3], seed=0)
+    return reference.make_paged_inputs(2, 16, [65, 3], seed=0, device=runtime.mode().device)
 
 
 @pytest.fixture
