@@ -28,8 +28,10 @@ for step in "$@"; do
     smi) nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 ;;
     tests)
       # -v: every result is in the log as it happens, so a run stopped at its limit still names its
-      # failures; SIGINT first, so pytest prints its summary before it stops
-      timeout -s INT -k 20 "${TEST_LIMIT:-540}" python3 -m pytest -p no:cacheprovider -n 16 --dist loadfile \
+      # failures; SIGINT first, so pytest prints its summary before it stops. --dist loadscope as
+      # ./tutorial test: loadfile would put all of test_exercises.py on one worker, the last to end
+      timeout -s INT -k 20 "${TEST_LIMIT:-540}" python3 -m pytest -p no:cacheprovider -n 16 --dist loadscope \
+        --no-loadscope-reorder --nbval-lax --nbval-current-env \
         -v --tb=short -rfE ${TEST_ARGS:-} ${TEST_PATHS:-tests tilelang_tutorial/lessons notebooks} > "$OUT/tests.log" 2>&1 ;;
     render)
       python3 -m tilelang_tutorial render ${RENDER_NAMES:-} > "$OUT/render.log" 2>&1
