@@ -6,6 +6,20 @@ import math
 from .common import DIM_NOPE, DIM_PE, LOG2E, PAGE_SIZE, default_softmax_scale
 
 
+def _sequence_scores(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, scale: float, dtype):
+    """For each sequence ``i``: ``(i, c, s)``, its ``n = cache_seqlens[i]`` tokens gathered through
+    ``block_table`` (``c (n, 512)``: keys and values) and its scores ``s = q k^T * scale (h_q, n)``,
+    in ``dtype``."""
+    page = kv_cache.shape[1]
+    kv = kv_cache.reshape(kv_cache.shape[0], page, -1)
+    pe = pe_cache.reshape(pe_cache.shape[0], page, -1)
+    for i, n in enumerate(int(x) for x in cache_seqlens.tolist()):
+        pages = block_table[i, : math.ceil(n / page)].long()
+        c = kv[pages].reshape(-1, kv.shape[-1])[:n].to(dtype)          # (n, 512): keys and values
+        k_pe = pe[pages].reshape(-1, pe.shape[-1])[:n].to(dtype)       # (n, 64)
+        yield i, c, (q_nope[i].to(dtype) @ c.T + q_pe[i].to(dtype) @ k_pe.T) * scale
+
+
 def mla_decode_reference(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens,
                          softmax_scale: float | None = None):
     """Plain torch MLA decode over the paged cache, in fp32, one sequence at a time.
@@ -15,19 +29,10 @@ def mla_decode_reference(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_se
     """
     import torch
 
-    dtype = torch.float32
     scale = softmax_scale if softmax_scale is not None else default_softmax_scale()
-    b, h_q, dv = q_nope.shape
-    page = kv_cache.shape[1]
-    kv = kv_cache.reshape(kv_cache.shape[0], page, -1)
-    pe = pe_cache.reshape(pe_cache.shape[0], page, -1)
-    out = torch.empty(b, h_q, dv, dtype=dtype, device=q_nope.device)
-    lens = [int(x) for x in cache_seqlens.tolist()]
-    for i, n in enumerate(lens):
-        pages = block_table[i, : math.ceil(n / page)].long()
-        c = kv[pages].reshape(-1, dv)[:n].to(dtype)            # (n, 512): keys and values
-        k_pe = pe[pages].reshape(-1, pe.shape[-1])[:n].to(dtype)  # (n, 64)
-        s = (q_nope[i].to(dtype) @ c.T + q_pe[i].to(dtype) @ k_pe.T) * scale   # (h_q, n)
+    out = torch.empty(q_nope.shape, dtype=torch.float32, device=q_nope.device)
+    for i, c, s in _sequence_scores(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, scale,
+                                    torch.float32):
         out[i] = torch.softmax(s, dim=-1) @ c
     return out
 
@@ -35,28 +40,22 @@ def mla_decode_reference(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_se
 def split_lse_reference(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, *, num_split: int,
                         softmax_scale: float | None = None):
     """Each split's log-sum-exp of the scores, as the split kernels write ``lse (b, h_q, num_split)``:
-    in fp64, in log2 units (``log2 sum_j 2^(s_j * scale * log2 e)``), ``-inf`` for an empty split.
-    A split's share is the one of :func:`.common.split_range_macro`: whole pages, ``ceil(pages /
+    in fp64, in log2 units (``log2 sum_j 2^(s_j * log2 e)``), ``-inf`` for an empty split. A
+    split's share is the one of :func:`.common.split_range_macro`: whole pages, ``ceil(pages /
     num_split)`` to a split."""
     import torch
 
-    scale = (softmax_scale if softmax_scale is not None else default_softmax_scale()) * LOG2E
-    b, h_q, dv = q_nope.shape
+    scale = softmax_scale if softmax_scale is not None else default_softmax_scale()
     page = kv_cache.shape[1]
-    kv = kv_cache.reshape(kv_cache.shape[0], page, -1)
-    pe = pe_cache.reshape(pe_cache.shape[0], page, -1)
-    lse = torch.full((b, h_q, num_split), -math.inf, dtype=torch.float64, device=q_nope.device)
-    for i, n in enumerate(int(x) for x in cache_seqlens.tolist()):
-        n_pages = math.ceil(n / page)
-        pages = block_table[i, :n_pages].long()
-        c = kv[pages].reshape(-1, dv)[:n].double()
-        k_pe = pe[pages].reshape(-1, pe.shape[-1])[:n].double()
-        s = (q_nope[i].double() @ c.T + q_pe[i].double() @ k_pe.T) * scale     # (h_q, n), log2 units
+    lse = torch.full((*q_nope.shape[:2], num_split), -math.inf, dtype=torch.float64, device=q_nope.device)
+    for i, _, s in _sequence_scores(q_nope, q_pe, kv_cache, pe_cache, block_table, cache_seqlens, scale,
+                                    torch.float64):
+        n_pages = math.ceil(s.shape[1] / page)
         per_split = math.ceil(n_pages / num_split)
         for sp in range(num_split):
             if sp * per_split < n_pages:
                 share = s[:, sp * per_split * page:(sp + 1) * per_split * page]
-                lse[i, :, sp] = torch.logsumexp(share * math.log(2), dim=-1) / math.log(2)
+                lse[i, :, sp] = torch.logsumexp(share, dim=-1) * LOG2E     # log2 sum 2^(s log2 e)
     return lse
 
 
