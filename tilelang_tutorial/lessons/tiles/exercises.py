@@ -43,7 +43,7 @@ import re
 from ... import checks, eager, runtime
 from ...exercise_kit import ExerciseResult, call_factory, compile_or_fail, kernel_source, param_specs, run_and_compare
 
-DEFAULT_N = 1000  # not a multiple of any power-of-two block
+DEFAULT_N = 1000  # a partial last tile for every power-of-two block of 16 columns or more
 EXACT_N = 1024    # a multiple of every power-of-two block up to 1024: no partial tile
 TRANSPOSE_SHAPES = checks.RAGGED_SHAPES
 

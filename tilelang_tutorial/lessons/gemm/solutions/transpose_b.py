@@ -1,9 +1,9 @@
 """Reference solution for notebook 02's transposed-B exercise: ``C = ReLU(A @ B^T)``, B stored (N, K).
 
-That is how an ``nn.Linear`` weight is stored. Three things change against the notebook's kernel:
-B's shape, the corner of the B tile a block copies (``B[bx * block_N, ko * block_K]``: rows of B
-are columns of C), and ``transpose_B=True`` so ``T.gemm`` reads the (block_N, block_K) tile as
-its transpose. The K loop stays ``T.Pipelined`` (TMA + mbarriers + a producer warpgroup on
+That is how an ``nn.Linear`` weight is stored. Four things change against the notebook's kernel:
+B's shape, the shape of ``B_shared`` (``(block_N, block_K)``, a tile of B as stored), the corner of
+the B tile a block copies (``B[bx * block_N, ko * block_K]``: rows of B are columns of C), and
+``transpose_B=True`` so ``T.gemm`` reads the (block_N, block_K) tile as its transpose. The K loop stays ``T.Pipelined`` (TMA + mbarriers + a producer warpgroup on
 Hopper, cp.async stages on Ampere) and ``T.gemm`` still becomes ``wgmma``: on Hopper the
 transpose is a bit in the instruction's shared-memory descriptor, not a data movement.
 """
