@@ -36,6 +36,12 @@ def test_a_right_answer_passes_and_mentions_no_nan():
     assert cmp.ok and cmp.nan == 0 and "NaN written" not in str(cmp)
 
 
+def test_a_random_scalar_stays_below_its_upper_end_after_rounding():
+    """Rounded to 4 significant digits, a draw just below ``high`` would print as ``high`` itself."""
+    drawn = [checks.random_scalar(3.99, 4.0, seed=s) for s in range(400)]   # 1 in 20 draws rounds to 4.0
+    assert all(3.99 <= v < 4.0 for v in drawn), sorted(drawn)[-3:]
+
+
 def test_compare_lse_holds_a_log_sum_exp_to_fp32_and_rejects_an_fp16_denominator():
     ref = torch.tensor([[3.2, -1000.5, 9000.25, -float("inf")]], dtype=torch.float64)
     out = checks.poisoned((1, 4), torch.float32, "cpu")

@@ -239,8 +239,8 @@ def random_scalar(low: float = 0.25, high: float = 4.0, *, seed: int | None = No
 
     rng = random.Random(seed)
     while True:
-        value = float(f"{rng.uniform(low, high):.4g}")
-        if all(abs(value - t) > 0.1 * max(abs(t), 0.1) for t in TYPICAL_SCALARS):
+        value = float(f"{rng.uniform(low, high):.4g}")     # the rounding can reach ``high``: drawn again
+        if low <= value < high and all(abs(value - t) > 0.1 * max(abs(t), 0.1) for t in TYPICAL_SCALARS):
             return value
 
 
