@@ -90,9 +90,10 @@ def split_range_macro(num_split, block_N: int):
     all schedules): split ``sp``'s share of a sequence's KV blocks, in whole blocks, so only the
     sequence's last block can be partial.
 
-    A split whose share is empty (a sequence shorter than ``num_split`` blocks) still runs one
-    step on the last block -- so its TMA loads are waited for before the CTA exits -- and
-    reports itself empty (it then writes lse = -inf, which the combine weighs by 0).
+    Shares are rounded up, so the last splits can find nothing left (5 blocks in 4 splits: 2, 2, 1
+    and none). A split whose share is empty still runs one step on the last block -- so its TMA
+    loads are waited for before the CTA exits -- and reports itself empty (it then writes
+    lse = -inf, which the combine weighs by 0).
     """
     import tilelang.language as T
 
