@@ -18,7 +18,6 @@ Routing is by channel width C = x.shape[-1]:
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -33,17 +32,16 @@ class NormPath:
     fn: Callable         # fn(x, gamma, eps=..., out=...) -> y
 
 
-def _triton_fn(x, gamma, eps=DEFAULT_EPS, out=None):
-    return _triton_op()(x, gamma, eps, out)
+try:
+    # imported with the dispatch, so that a call through it is one function call away from the
+    # Triton op (a wrapper that imports on first use costs every call about a microsecond)
+    from .triton_existing import rmsnorm_silu_triton as _triton_fn
+except ImportError as missing:          # no triton here (e.g. a CPU-only torch): which_path still works
+    _TRITON_MISSING = str(missing)
 
-
-@functools.cache
-def _triton_op() -> Callable:
-    # imported on first use, so that the dispatch (and which_path) works where triton is absent; the
-    # cache keeps the import statement's cost off every later call
-    from .triton_existing import rmsnorm_silu_triton
-
-    return rmsnorm_silu_triton
+    def _triton_fn(x, gamma, eps=DEFAULT_EPS, out=None):
+        raise RuntimeError(f"fused_rmsnorm_silu: width {x.shape[-1]} runs the pre-existing Triton kernel, "
+                           f"and triton cannot be imported here ({_TRITON_MISSING})")
 
 
 _TRITON = NormPath("triton", "pre-existing hand-tuned Triton kernel (lessons/rmsnorm/triton_existing.py)", _triton_fn)

@@ -38,7 +38,7 @@ def measured(record):
     C, c = record["shape"]["C"], record["config"]
     op_code = [dispatch.fused_rmsnorm_silu, dispatch._route]
     if c["path"] == "triton":
-        return op_code + [dispatch._triton_fn, triton_existing.rmsnorm_silu_triton, triton_existing._plan,
+        return op_code + [triton_existing.rmsnorm_silu_triton, triton_existing._plan,
                           triton_existing._key, triton_existing.check_inputs,
                           triton_existing._rmsnorm_silu_kernel.fn, f"triton config {c['triton_config']}"]
     cfg = op.config_from_dict(c["kernel_config"])

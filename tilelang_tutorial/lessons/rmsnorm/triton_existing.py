@@ -15,6 +15,7 @@ constant over 8-element groups and still emits 16-byte vector loads and stores.
 """
 from __future__ import annotations
 
+import torch
 import triton
 import triton.language as tl
 
@@ -58,8 +59,6 @@ def _launch(x2d, gamma, y2d, eps: float) -> None:
 
 def check_inputs(x, gamma, out=None) -> None:
     """Raise one line naming the first problem with the inputs of :func:`rmsnorm_silu_triton`."""
-    import torch
-
     if not isinstance(x, torch.Tensor) or x.dtype not in (torch.float16, torch.bfloat16):
         raise TypeError(f"rmsnorm_silu_triton: x must be a float16 or bfloat16 tensor, got "
                         f"{getattr(x, 'dtype', type(x).__name__)}")
@@ -85,8 +84,6 @@ def _plan(x, gamma, eps, out):
     """Check the inputs in full, then the launch of every later call with the same key (:func:`_key`):
     the grid and the configuration bound once, the kernel launched on the tensors as they are
     (contiguous, so their flat layout is the kernel's (M, D) rows)."""
-    import torch
-
     check_inputs(x, gamma, out)
     D = x.shape[-1]
     M = x.numel() // D
@@ -109,12 +106,12 @@ def _plan(x, gamma, eps, out):
 
 def _key(x, gamma, out):
     """Every attribute :func:`check_inputs` reads but the data pointers, and the current device
-    (the launch is bound to run on x's)."""
-    import torch
-
-    k = (x.shape, x.dtype, x.device, x.is_contiguous(), gamma.shape, gamma.dtype, gamma.device,
+    (the launch is bound to run on x's). A device is keyed by its index (``get_device()``, -1 off
+    the GPU): cheaper than a ``torch.device``, and a key with -1 is never planned, since the checks
+    refuse such a tensor."""
+    k = (x.shape, x.dtype, x.get_device(), x.is_contiguous(), gamma.shape, gamma.dtype, gamma.get_device(),
          gamma.is_contiguous(), torch.cuda.current_device() if x.is_cuda else None)
-    return k if out is None else k + (out.shape, out.dtype, out.device, out.is_contiguous())
+    return k if out is None else k + (out.shape, out.dtype, out.get_device(), out.is_contiguous())
 
 
 def _check(x, gamma, eps, out) -> None:
