@@ -510,6 +510,23 @@ def test_register_fast_path_takes_over_a_width():
     assert nd.which_path(160) == "tilelang"
 
 
+def test_the_dispatch_works_without_triton_and_its_widths_say_why_not():
+    # a CPU-only torch may come without triton: routing still works, and a Triton width names the
+    # missing module in one line instead of failing at import
+    code = ("import sys; sys.modules['triton'] = None\n"
+            "import torch\n"
+            "from tilelang_tutorial.lessons.rmsnorm import dispatch as nd\n"
+            "assert nd.which_path(96) == 'triton' and nd.which_path(160) == 'tilelang'\n"
+            "try:\n"
+            "    nd.fused_rmsnorm_silu(torch.zeros(2, 96, dtype=torch.float16), torch.ones(96, dtype=torch.float16))\n"
+            "except RuntimeError as err:\n"
+            "    print(err)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         cwd=Path(__file__).resolve().parents[3])
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "width 96 runs the pre-existing Triton kernel, and triton cannot be imported here" in run.stdout
+
+
 def _x(C=128, dtype=torch.float16, shape=(2, 3, 5)):
     return torch.randn((*shape, C)).to(dtype)
 
