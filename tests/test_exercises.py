@@ -136,3 +136,18 @@ def test_notebooks_do_not_import_solutions(lesson):
     for t, s in _cells(lessons.notebook_path(lesson)):
         if t == "code":
             assert ".solutions" not in s and "_solution" not in s, f"{lesson.NOTEBOOK} imports a solution:\n{s[:300]}"
+
+
+def test_a_kernel_that_faults_on_the_gpu_is_reported_with_its_cure():
+    # torch's message for a fault: its first line names the fault, the rest is advice for C++ users
+    from tilelang_tutorial.exercise_kit import _first_line
+
+    fault = RuntimeError("CUDA error: an illegal memory access was encountered\n"
+                         "Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/cuda-runtime-api/"
+                         "group__CUDART__TYPES.html for more information.\n"
+                         "CUDA kernel errors might be asynchronously reported at some other API call\n"
+                         "For debugging consider passing CUDA_LAUNCH_BLOCKING=1")
+    line = _first_line(fault)
+    assert line.startswith("CUDA error: an illegal memory access was encountered. ")
+    assert "restart the notebook's kernel" in line
+    assert _first_line(RuntimeError("TileLang: check failed: x < 4")) == "TileLang: check failed: x < 4"

@@ -25,6 +25,8 @@ from tilelang_tutorial import kernel_cells, lessons
 ROOT = Path(__file__).resolve().parent.parent
 PASS = re.compile(r"✔|\bOK\b|\bPASSED\b")
 FAIL = re.compile(r"✘|\bFAIL(ED)?\b|Error\b")
+#: what torch prints for a CUDA error, after which the process cannot use the GPU again
+CUDA_ERROR = re.compile(r"CUDA error|cudaError|illegal memory access")
 PACKAGE_COPY = re.compile(r"^#.*package's copy", re.IGNORECASE)
 
 ALL_BUGS = sorted((bug for lesson in lessons.all_lessons() for bug in lesson.flow_bugs()), key=lambda bug: bug.notebook)
@@ -252,6 +254,10 @@ def check_flow(bug, kernel):
     except BaseException:
         kernel.close()
         raise
+    if any(CUDA_ERROR.search(_text(notebook.cells[i])) for i in run):
+        # a bug that faulted on the GPU leaves the process's CUDA context unusable: every later
+        # CUDA call fails, so the next bug gets a fresh kernel (as a reader would restart theirs)
+        kernel.close()
     errors = {i: [o["ename"] for o in notebook.cells[i].get("outputs", []) if o.get("output_type") == "error"] for i in run}
     broken = [f"cell {i}: {_text(notebook.cells[i]).strip()[-300:]}" for i in run if i < index and errors[i]]
     assert not broken, f"{bug.notebook}: a cell before the kernel cell fails, bug or no bug:\n" + "\n".join(broken)

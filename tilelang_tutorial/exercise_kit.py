@@ -80,9 +80,18 @@ def quiet_tilelang():
         logger.setLevel(level)
 
 
+#: A kernel that faults on the GPU (an illegal address, a trap) leaves the process's CUDA context
+#: unusable: every later CUDA call fails with the same error until the process restarts.
+CUDA_FAULT_ADVICE = ("After a fault the GPU cannot be used again in this Python process: restart the "
+                     "notebook's kernel (Kernel > Restart Kernel), fix the kernel cell and run the cells again")
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     lines = [l.strip() for l in text.splitlines() if l.strip()]
+    for l in lines:
+        if l.startswith("CUDA error"):          # torch's message; the lines after it are advice
+            return f"{l}. {CUDA_FAULT_ADVICE}"[:400]
     # TileLang's own message (after its traceback of the builder) is the informative line
     for l in reversed(lines):
         if "Error" in l or "check failed" in l or "failed" in l:

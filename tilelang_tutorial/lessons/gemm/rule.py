@@ -122,9 +122,8 @@ def choose(M: int, N: int, K: int, dtype: str = "float16", arch: str | None = No
                  f"{smem_bytes(seed) // 1024} KiB, what fits {arch}'s "
                  f"{runtime.ARCHS[arch].smem_per_block // 1024} KiB per block)")
     if N % 8 or K % 8:
-        unaligned = " and ".join(f"{name}={size}" for name, size in (("N", N), ("K", K)) if size % 8)
         return GemmChoice("seed", seed, 1, None,
-                          f"{unaligned} not a multiple of 8: rows are not 16-byte aligned, so TMA cannot "
+                          f"N={N} or K={K} is not a multiple of 8: rows are not 16-byte aligned, so TMA cannot "
                           "load them; the seed configuration's predicated loads work for any N and K" + seed_note)
     if arch == "sm_90a" and fits(TUNED_CONFIGS[dtype], arch):
         return measured_choice(M, N, K, dtype)
