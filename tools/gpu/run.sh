@@ -3,11 +3,12 @@
 #
 #   bash tools/gpu/run.sh STEP...
 #
-# STEP: smi | tests | render | bench:SUITE[:ARGS] | bench-stale ; each step's log goes to $OUT, one line
-# per step (its exit status and seconds) to $OUT/steps.log. Knobs: TEST_PATHS (default: the whole
-# suite), TEST_LIMIT (s, default 540), TEST_ARGS (more pytest arguments, split on spaces, e.g. '-m gpu';
-# an expression with spaces goes in PYTEST_ADDOPTS='-m "not gpu"'), RENDER_NAMES (default: every
-# notebook).
+# STEP: smi | doctor | tests | render | bench:SUITE[:ARGS] | bench-stale ; each step's log goes to $OUT,
+# one line per step (its exit status and seconds) to $OUT/steps.log. Knobs: TEST_PATHS (default: the
+# whole suite), TEST_LIMIT (s, default 540), TEST_ARGS (more pytest arguments, split on spaces, e.g.
+# '-m gpu'; an expression with spaces goes in PYTEST_ADDOPTS='-m "not gpu"'), RENDER_NAMES (default:
+# every notebook), RENDER_LIMIT (s, default 500). `doctor` first on a fresh machine times it on a cold
+# kernel cache (the README's figure).
 set -u
 cd "$(dirname "$0")/../.."
 source .gpu/env.sh || { echo "no .gpu/ bundle: run tools/gpu/prepare.sh on a machine with network first"; exit 3; }
@@ -26,6 +27,7 @@ for step in "$@"; do
   t0=$(date +%s)
   case "$step" in
     smi) nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 ;;
+    doctor) ./tutorial doctor > "$OUT/doctor.log" 2>&1 ;;
     tests)
       # -v: every result is in the log as it happens, so a run stopped at its limit still names its
       # failures; SIGINT first, so pytest prints its summary before it stops. --dist loadscope as
@@ -34,8 +36,10 @@ for step in "$@"; do
         --no-loadscope-reorder --nbval-lax --nbval-current-env \
         -v --tb=short -rfE ${TEST_ARGS:-} ${TEST_PATHS:-tests tilelang_tutorial/lessons notebooks} > "$OUT/tests.log" 2>&1 ;;
     render)
-      python3 -m tilelang_tutorial render ${RENDER_NAMES:-} > "$OUT/render.log" 2>&1
-      tar cf "$OUT/rendered.tar" docs/rendered ;;
+      # stopped at its limit, the pages rendered so far still come back
+      timeout -s INT -k 20 "${RENDER_LIMIT:-500}" python3 -m tilelang_tutorial render ${RENDER_NAMES:-} \
+        > "$OUT/render.log" 2>&1
+      rc=$?; tar cf "$OUT/rendered.tar" docs/rendered; (exit $rc) ;;
     bench:*)
       # a suite recorded: its log, and results/SUITE.json copied out (the run's record, to commit)
       spec=${step#bench:}; suite=${spec%%:*}; args=""; [ "$suite" != "$spec" ] && args=${spec#*:}
