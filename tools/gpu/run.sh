@@ -12,6 +12,10 @@
 set -u
 cd "$(dirname "$0")/../.."
 source .gpu/env.sh || { echo "no .gpu/ bundle: run tools/gpu/prepare.sh on a machine with network first"; exit 3; }
+# FlashInfer, the mla benchmark's peer, where tools/gpu/build_flashinfer_peer.sh built it
+if [ -f .gpu/flashinfer.tar.xz ] && [ ! -d /tmp/site/flashinfer ]; then
+  tar -C /tmp/site -xJf .gpu/flashinfer.tar.xz || echo "FlashInfer not unpacked" >&2
+fi
 export TUTORIAL_PYTHON=python3 MPLBACKEND=Agg TILELANG_CACHE_DIR=${TILELANG_CACHE_DIR:-/tmp/tlcache}
 # nbconvert's templates ('lab') are in the bundle's data folder, not on the default search path:
 # without this, rendering fails after the notebook has executed
