@@ -99,3 +99,47 @@ def test_a_markdown_edit_refreshes_the_page_and_keeps_its_outputs(tmp_path, monk
     nbformat.write(nb, path)
     assert notebook_runs.refresh_markdown(["99_demo"]) == 1
     assert page.read_text(encoding="utf-8") == html, "a refused page is left as it was"
+
+
+def test_a_kernel_message_whose_wake_up_was_missed_is_read_at_the_next_slice(monkeypatch):
+    """The channel's poll answers nothing for a while though the message is there (a missed
+    wake-up): the wait looks again each slice and returns it, and a wait with a deadline still
+    ends with Empty once the deadline has passed."""
+    import asyncio
+    import time
+    from queue import Empty
+
+    monkeypatch.setattr(notebook_runs, "POLL_SLICE_S", 0.01)
+    asked = []
+
+    async def get_msg(timeout=None):
+        asked.append(timeout)
+        if len(asked) < 4:                   # the socket's wake-up was missed three times
+            await asyncio.sleep(timeout)
+            raise Empty
+        return {"msg_type": "execute_reply"}
+
+    got = asyncio.run(notebook_runs.polled_in_slices(get_msg)(timeout=None))
+    assert got == {"msg_type": "execute_reply"} and asked == [0.01] * 4
+
+    async def never(timeout=None):
+        await asyncio.sleep(timeout)
+        raise Empty
+
+    t0 = time.monotonic()
+    with pytest.raises(Empty):
+        asyncio.run(notebook_runs.polled_in_slices(never)(timeout=0.05))
+    assert 0.05 <= time.monotonic() - t0 < 1.0
+
+
+def test_the_notebook_client_reads_its_kernel_through_sliced_polls():
+    """A kernel started by setup_kernel (the flow tests) reads shell and IOPub in slices, and runs a cell."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
+    client = notebook_runs.notebook_client(nb, timeout=120, kernel_name="python3")
+    with client.setup_kernel():
+        assert client.kc.shell_channel.get_msg.__qualname__.startswith("polled_in_slices")
+        assert client.kc.iopub_channel.get_msg.__qualname__.startswith("polled_in_slices")
+        client.execute_cell(nb.cells[0], 0)
+    assert nb.cells[0].outputs[0]["text"] == "42\n"

@@ -215,7 +215,7 @@ def kernel():
 
     One kernel serves a notebook's bugs one after another: its imports stay loaded, ``%reset -f``
     empties the namespace before each bug. A run that fails shuts it down; the next starts another."""
-    from nbclient import NotebookClient
+    from tilelang_tutorial.notebook_runs import notebook_client
 
     live = {}
 
@@ -226,8 +226,8 @@ def kernel():
 
     def get(notebook):
         if not live:
-            client = NotebookClient(notebook, timeout=1200, kernel_name="python3", allow_errors=True,
-                                    resources={"metadata": {"path": str(ROOT / "notebooks")}})
+            client = notebook_client(notebook, timeout=1200, kernel_name="python3", allow_errors=True,
+                                     resources={"metadata": {"path": str(ROOT / "notebooks")}})
             context = client.setup_kernel()
             context.__enter__()
             live.update(client=client, context=context)

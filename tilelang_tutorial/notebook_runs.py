@@ -26,16 +26,59 @@ def notebooks(names=()) -> list[Path]:
     return paths
 
 
+#: the longest one wait for a kernel message sleeps before it looks at the socket again (s)
+POLL_SLICE_S = 1.0
+
+
+def polled_in_slices(get_msg):
+    """A kernel channel's ``get_msg(timeout)`` that waits in slices of :data:`POLL_SLICE_S`.
+
+    pyzmq's asyncio poll can miss the wake-up of a message that arrives while the client polls its
+    other channel (jupyter/nbclient#312): a cell whose widgets send many messages then waits out its
+    whole timeout for a reply that has already arrived. Each slice looks at the socket again, so a
+    missed wake-up costs at most one slice."""
+    from queue import Empty
+    from time import monotonic
+
+    async def get(timeout=None):
+        deadline = None if timeout is None else monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - monotonic())
+            try:
+                return await get_msg(timeout=POLL_SLICE_S if left is None else min(POLL_SLICE_S, left))
+            except Empty:
+                if left is not None and left <= POLL_SLICE_S:
+                    raise
+    return get
+
+
+def notebook_client(nb, **kwargs):
+    """``nbclient.NotebookClient(nb, **kwargs)`` whose kernel client reads its shell and IOPub
+    channels through :func:`polled_in_slices` (``setup_kernel`` and ``execute`` alike)."""
+    from jupyter_core.utils import run_sync
+    from nbclient import NotebookClient
+
+    class SlicedPollClient(NotebookClient):
+        async def async_start_new_kernel_client(self):
+            kc = await super().async_start_new_kernel_client()
+            for channel in (kc.shell_channel, kc.iopub_channel):
+                channel.get_msg = polled_in_slices(channel.get_msg)
+            return kc
+
+        start_new_kernel_client = run_sync(async_start_new_kernel_client)
+
+    return SlicedPollClient(nb, **kwargs)
+
+
 def _run(path: Path, timeout: int = 1800):
     import nbformat
-    from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
     env_backend = os.environ.get("MPLBACKEND")
     os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     try:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        notebook_client(nb, timeout=timeout, kernel_name="python3",
+                        resources={"metadata": {"path": str(path.parent)}}).execute()
     finally:
         if env_backend is None:
             os.environ.pop("MPLBACKEND", None)
